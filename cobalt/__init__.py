@@ -1,0 +1,3 @@
+"""COBALT: contextual bandit learning with offline trajectories for multi-turn code generation."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,113 @@
+"""The one home for JSONL files: line-numbered reading, durable appends, resume, atomic writes.
+
+Output files are never overwritten or truncated by accident: whole-file writers go through
+:func:`atomic_output` (write a temporary file beside the target, then rename), and they refuse an
+existing target unless told ``overwrite=True``. Long runs append one record at a time with
+:func:`append_jsonl` (flushed and fsynced) and resume by skipping the ids in :func:`done_ids`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Iterable, Iterator
+
+from cobalt.errors import DataError
+
+
+def read_jsonl(path: str | os.PathLike, required: Iterable[str] = ()) -> Iterator[dict]:
+    """Yield one dict per non-blank line. Raises DataError naming the file, line and field."""
+    path = Path(path)
+    if not path.is_file():
+        raise DataError("file does not exist", path=path)
+    required = tuple(required)
+    with path.open("r", encoding="utf-8") as f:
+        for lineno, line in enumerate(f, start=1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise DataError(f"invalid JSON ({e.msg} at column {e.colno})", path=path,
+                                line=lineno) from None
+            if not isinstance(record, dict):
+                raise DataError(f"expected a JSON object, got {type(record).__name__}",
+                                path=path, line=lineno)
+            for field in required:
+                if field not in record:
+                    raise DataError("missing", path=path, line=lineno, field=field)
+            yield record
+
+
+def load_jsonl(path: str | os.PathLike, required: Iterable[str] = ()) -> list[dict]:
+    return list(read_jsonl(path, required))
+
+
+def append_jsonl(path: str | os.PathLike, record: dict) -> None:
+    """Append one record and make it durable (flush + fsync), so a crash loses at most this line."""
+    with open(path, "a", encoding="utf-8") as f:
+        f.write(json.dumps(record, ensure_ascii=False) + "\n")
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def done_ids(path: str | os.PathLike, key: str = "id") -> set:
+    """Ids already present in an append-only output file (empty if it does not exist yet).
+
+    A torn last line (the process died mid-write) is ignored; it will be redone.
+    """
+    path = Path(path)
+    if not path.exists():
+        return set()
+    ids = set()
+    with path.open("r", encoding="utf-8") as f:
+        lines = f.readlines()
+    for lineno, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            ids.add(json.loads(line)[key])
+        except (json.JSONDecodeError, KeyError, TypeError):
+            if lineno == len(lines):
+                continue
+            raise DataError(f"cannot resume: unreadable record (no {key!r})", path=path,
+                            line=lineno) from None
+    return ids
+
+
+@contextlib.contextmanager
+def atomic_output(path: str | os.PathLike, overwrite: bool = False) -> Iterator[Path]:
+    """Yield a temporary path beside ``path``; on success rename it over ``path``.
+
+    On error the temporary file is removed and ``path`` is untouched. An existing ``path`` is an
+    error unless ``overwrite`` is true, so a user's earlier output is never lost by accident.
+    """
+    path = Path(path)
+    if path.exists() and not overwrite:
+        raise FileExistsError(f"{path} already exists; pass --overwrite to replace it")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    try:
+        yield Path(tmp)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def write_jsonl(path: str | os.PathLike, records: Iterable[dict[str, Any]],
+                overwrite: bool = False) -> int:
+    """Write all records atomically; returns how many were written."""
+    count = 0
+    with atomic_output(path, overwrite=overwrite) as tmp:
+        with open(tmp, "w", encoding="utf-8") as f:
+            for record in records:
+                f.write(json.dumps(record, ensure_ascii=False) + "\n")
+                count += 1
+            f.flush()
+            os.fsync(f.fileno())
+    return count
