@@ -1,0 +1,54 @@
+"""Sandbox settings (``sandbox:`` in ``configs/evaluator.yaml``)."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+
+from cobalt.config import from_dict, load_config
+
+
+@dataclasses.dataclass(frozen=True)
+class SandboxConfig:
+    backend: str = "auto"              # bwrap | landlock | auto
+    python: str = "/usr/bin/python3"
+    bwrap: str = "auto"
+    test_timeout_s: float = 4.0        # CPU seconds per test
+    wall_timeout_s: float = 12.0       # wall-clock backstop per test
+    request_timeout_s: float = 27.0    # wall clock for a whole request
+    test_concurrency: int = 4
+    memory_mb: int = 1024
+    max_processes: int = 64
+    max_file_mb: int = 16
+    max_output_bytes: int = 1 << 20
+    max_code_bytes: int = 1 << 20
+    max_input_bytes: int = 64 << 20
+    uid_base: int = 61000
+    slots: int = 64
+    scratch_root: str | None = None
+
+    def __post_init__(self):
+        if self.backend not in ("auto", "bwrap", "landlock"):
+            raise ValueError(f"sandbox.backend must be auto, bwrap or landlock, not {self.backend!r}")
+        for name in ("test_timeout_s", "wall_timeout_s", "request_timeout_s", "test_concurrency",
+                     "memory_mb", "max_output_bytes", "max_code_bytes", "slots"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"sandbox.{name} must be positive")
+
+    def harness_limits(self, dedicated_uid: bool) -> dict:
+        """The limits the in-sandbox harness applies (see harness.py)."""
+        return {
+            "cpu_seconds": self.test_timeout_s,
+            "wall_seconds": max(self.wall_timeout_s, self.test_timeout_s),
+            "memory_bytes": self.memory_mb << 20,
+            "max_file_bytes": self.max_file_mb << 20,
+            "max_output_bytes": self.max_output_bytes,
+            # RLIMIT_NPROC counts every process of the uid: only meaningful on a uid of our own.
+            "max_processes": self.max_processes if dedicated_uid else 0,
+            "concurrency": self.test_concurrency,
+        }
+
+
+@functools.lru_cache(maxsize=None)
+def default_config(name: str = "evaluator") -> SandboxConfig:
+    return from_dict(SandboxConfig, load_config(name).get("sandbox"), source=f"configs/{name}.yaml: sandbox")
