@@ -1,0 +1,1 @@
+"""COBALT data: problems, perturbation, trajectories, bandit prompts and veRL rows."""

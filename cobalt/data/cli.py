@@ -1,0 +1,47 @@
+"""What every ``preproc/*.py`` entry point shares: common flags, error reporting, safe outputs."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Callable
+
+from cobalt.errors import ConfigError, DataError
+
+
+def add_overwrite(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--overwrite", action="store_true",
+                        help="replace existing output files (by default an existing output is an error)")
+
+
+def add_evaluator(parser: argparse.ArgumentParser, allow_none: bool = False) -> None:
+    choices = ["serve", "local"] + (["none"] if allow_none else [])
+    parser.add_argument("--evaluator", choices=choices, default="serve",
+                        help="'serve': the Ray Serve Evaluator deployment (start it first); "
+                             "'local': the sandbox in this process"
+                             + ("; 'none': skip code execution" if allow_none else ""))
+
+
+def make_evaluator(kind: str):
+    if kind == "none":
+        return None
+    from cobalt.serve.client import get_evaluator
+
+    return get_evaluator(kind)
+
+
+def refuse_existing(paths, overwrite: bool) -> None:
+    """Check every output before any work, so nothing is half-done when one already exists."""
+    for path in paths:
+        if os.path.exists(path) and not overwrite:
+            raise FileExistsError(f"{path} already exists; pass --overwrite to replace it")
+
+
+def run(main: Callable[[], None]) -> None:
+    """Run a CLI body; bad input ends with one clear line on stderr and exit status 2."""
+    try:
+        main()
+    except (DataError, ConfigError, FileExistsError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        sys.exit(2)

@@ -1,0 +1,90 @@
+"""Reading raw records: a local JSONL or parquet file, or (on a user's machine) a hub dataset.
+
+Each record comes with its position so later errors can name it: ``(line, record)`` where
+``line`` is the JSONL line number or the parquet row number (1-based).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Iterable, Iterator
+
+from cobalt.errors import DataError
+from cobalt.jsonl import read_jsonl
+
+LOCAL_SUFFIXES = (".jsonl", ".json", ".parquet")
+
+
+def looks_local(source: str) -> bool:
+    """A path (existing, or named like a data file) rather than a hub dataset name."""
+    return os.path.exists(source) or source.endswith(LOCAL_SUFFIXES) or source.startswith((".", "/"))
+
+
+def iter_records(source: str | os.PathLike, required: Iterable[str] = (),
+                 split: str = "train") -> Iterator[tuple[int, dict]]:
+    """Yield ``(line, record)`` from a local file, or from the hub when ``source`` is a name."""
+    source = str(source)
+    if not looks_local(source):
+        yield from _iter_hub(source, split, tuple(required))
+        return
+    yield from iter_local(source, required)
+
+
+def iter_local(path: str | os.PathLike, required: Iterable[str] = ()) -> Iterator[tuple[int, dict]]:
+    """Yield ``(line, record)`` from a local JSONL or parquet file."""
+    path = Path(path)
+    if not path.is_file():
+        raise DataError("file does not exist", path=path)
+    if path.suffix == ".parquet":
+        yield from _iter_parquet(path, tuple(required))
+    else:
+        # read_jsonl skips blank lines, so recover line numbers by reading them alongside.
+        yield from _numbered(path, read_jsonl(path, tuple(required)))
+
+
+def _numbered(path: Path, records: Iterator[dict]) -> Iterator[tuple[int, dict]]:
+    with path.open("r", encoding="utf-8") as f:
+        numbers = (n for n, text in enumerate(f, start=1) if text.strip())
+        for record in records:
+            yield next(numbers), record
+
+
+def _iter_parquet(path: Path, required: tuple) -> Iterator[tuple[int, dict]]:
+    import pyarrow.parquet as pq
+
+    try:
+        table = pq.read_table(path)
+    except Exception as e:  # pyarrow raises several types for a damaged file
+        raise DataError(f"cannot read parquet ({e})", path=path) from None
+    for row, record in enumerate(table.to_pylist(), start=1):
+        for field in required:
+            if field not in record:
+                raise DataError("missing", path=path, line=row, field=field)
+        yield row, record
+
+
+def _iter_hub(name: str, split: str, required: tuple) -> Iterator[tuple[int, dict]]:
+    from datasets import load_dataset  # only on a user's machine with hub access
+
+    for row, record in enumerate(load_dataset(name, split=split), start=1):
+        for field in required:
+            if field not in record:
+                raise DataError("missing", path=name, line=row, field=field)
+        yield row, dict(record)
+
+
+def require(record: dict, field: str, types: type | tuple, *, path=None, line=None):
+    """``record[field]``, checked to exist and have one of ``types``."""
+    if field not in record:
+        raise DataError("missing", path=path, line=line, field=field)
+    value = record[field]
+    if not isinstance(value, types):
+        raise DataError(f"expected {_type_names(types)}, got {type(value).__name__}",
+                        path=path, line=line, field=field)
+    return value
+
+
+def _type_names(types) -> str:
+    types = types if isinstance(types, tuple) else (types,)
+    return " or ".join(t.__name__ for t in types)
