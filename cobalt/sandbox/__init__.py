@@ -19,7 +19,7 @@ from cobalt.sandbox.feedback import (REQUEST_TIMEOUT_FEEDBACK, exception_feedbac
 from cobalt.sandbox.runner import (RequestTimeout, SandboxError, SandboxUnavailable,
                                    run_in_sandbox)
 
-__all__ = ["evaluate", "SandboxConfig", "SandboxError", "SandboxUnavailable", "InvalidRequest",
+__all__ = ["evaluate", "failure", "SandboxConfig", "SandboxError", "SandboxUnavailable", "InvalidRequest",
            "parse_test_cases"]
 log = logging.getLogger("cobalt.sandbox")
 

@@ -137,7 +137,8 @@ class BwrapBackend:
 
     def command(self, slot: Slot, scratch: str) -> list[str]:
         cmd = _drop_privileges(slot) + [
-            self.bwrap, "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
+            self.bwrap, "--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent",
+            "--new-session", "--cap-drop", "ALL",
             "--clearenv", "--setenv", "PATH", SANDBOX_PATH, "--setenv", "LANG", "C.UTF-8",
             "--setenv", "HOME", "/tmp", "--setenv", "OMP_NUM_THREADS", "1",
         ]

@@ -1,0 +1,107 @@
+"""The sandboxed code evaluator as a Ray Serve deployment (``Evaluator`` in app ``evaluator``).
+
+    serve run remote_reward_server:app --name evaluator      # or: python remote_reward_server.py
+
+Callers reach it with ``serve.get_deployment_handle("Evaluator", app_name="evaluator")`` or, better,
+``cobalt.serve.client.get_evaluator("serve")``. Replicas, CPUs and concurrency come from the
+``serve:`` section of ``configs/evaluator.yaml`` (``$COBALT_EVALUATOR_CONFIG`` picks another file).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+import os
+from concurrent.futures import ThreadPoolExecutor
+
+from ray import serve
+
+from cobalt.config import from_dict, load_config
+from cobalt.sandbox import SandboxConfig, evaluate, failure
+from cobalt.sandbox.runner import get_backend
+
+log = logging.getLogger("cobalt.serve")
+
+
+@dataclasses.dataclass(frozen=True)
+class ServeConfig:
+    app_name: str = "evaluator"
+    deployment_name: str = "Evaluator"
+    num_replicas: int = 2
+    num_cpus: float = 1
+    memory_gb: float = 2
+    max_ongoing_requests: int = 4
+    max_queued_requests: int = -1
+    route_prefix: str | None = None
+
+
+def load_evaluator_config(name: str | None = None) -> tuple[SandboxConfig, ServeConfig]:
+    name = name or os.environ.get("COBALT_EVALUATOR_CONFIG", "evaluator")
+    data = load_config(name)
+    return (from_dict(SandboxConfig, data.get("sandbox"), source=f"{name}: sandbox"),
+            from_dict(ServeConfig, data.get("serve"), source=f"{name}: serve"))
+
+
+class Evaluator:
+    """One replica: runs requests ``{"code", "test_cases"}`` in the sandbox, several at once."""
+
+    def __init__(self, sandbox: dict, max_ongoing_requests: int):
+        self.cfg = SandboxConfig(**sandbox)
+        get_backend(self.cfg)  # fail at start-up, loudly, if no sandbox works on this node
+        self.pool = ThreadPoolExecutor(max_workers=max_ongoing_requests, thread_name_prefix="sandbox")
+
+    async def __call__(self, request) -> dict:
+        if not isinstance(request, dict) or "code" not in request or "test_cases" not in request:
+            missing = "request is not an object" if not isinstance(request, dict) else \
+                "missing field " + ", ".join(repr(f) for f in ("code", "test_cases") if f not in request)
+            return failure(f"Exception: invalid request: {missing}")
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self.pool, evaluate, request["code"],
+                                          request["test_cases"], self.cfg)
+
+
+def build_app(config_name: str | None = None):
+    """The Serve application, configured from ``configs/<config_name>.yaml``."""
+    sandbox, opts = load_evaluator_config(config_name)
+    deployment = serve.deployment(
+        Evaluator,
+        name=opts.deployment_name,
+        num_replicas=opts.num_replicas,
+        max_ongoing_requests=opts.max_ongoing_requests,
+        max_queued_requests=opts.max_queued_requests,
+        ray_actor_options={"num_cpus": opts.num_cpus, "memory": int(opts.memory_gb * (1 << 30))},
+    )
+    return deployment.bind(dataclasses.asdict(sandbox), opts.max_ongoing_requests)
+
+
+def start_evaluator_app(config_name: str | None = None):
+    """Deploy the evaluator on the connected Ray cluster (handle-only, no HTTP proxy needed) and
+    return its deployment handle."""
+    _, opts = load_evaluator_config(config_name)
+    serve.start(http_options={"location": "NoServer"})
+    return serve.run(build_app(config_name), name=opts.app_name, route_prefix=opts.route_prefix)
+
+
+def main() -> None:
+    """``python remote_reward_server.py``: start a local Ray (or join $RAY_ADDRESS) and serve."""
+    import argparse
+    import time
+
+    import ray
+
+    parser = argparse.ArgumentParser(description="Serve the sandboxed code evaluator on Ray Serve.")
+    parser.add_argument("--config", default=None, help="config name in configs/ (default: evaluator)")
+    parser.add_argument("--address", default=None, help="Ray cluster address (default: $RAY_ADDRESS "
+                        "or a new local cluster)")
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    ray.init(address=args.address or os.environ.get("RAY_ADDRESS") or "local")
+    start_evaluator_app(args.config)
+    _, opts = load_evaluator_config(args.config)
+    log.info("evaluator app %r is up; Ctrl-C to stop", opts.app_name)
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        serve.shutdown()
