@@ -27,6 +27,9 @@ def parse_args():
     p.add_argument("--actual_public_count", action="store_true",
                    help="weight public pass rates by the real number of public tests instead of "
                         "the reference's assumed 4 (quirk)")
+    p.add_argument("--strict_subset_size", action="store_true",
+                   help="with more than 16 candidate conversations consider only the 16 lowest "
+                        "(the reference's slice can keep more than 4; quirk)")
     cli.add_overwrite(p)
     return p.parse_args()
 
@@ -37,7 +40,8 @@ def main():
     count_tokens = prompt_token_counter(load_tokenizer(args.model_name))
     opts = bandit.BanditOptions(is_test=args.is_test, num_turns=args.num_turns,
                                 max_prompt_tokens=args.max_prompt_tokens, seed=args.seed,
-                                actual_public_count=args.actual_public_count)
+                                actual_public_count=args.actual_public_count,
+                                strict_subset_size=args.strict_subset_size)
     records = (r for _, r in tqdm(read_trajectories(args.input_file, need_hidden=True),
                                   desc="cutting trajectories", unit="problem"))
     prompts, counts = bandit.build_bandit_prompts(records, count_tokens, opts)

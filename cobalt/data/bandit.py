@@ -43,6 +43,7 @@ class BanditOptions:
     max_prompt_tokens: int = MAX_PROMPT_TOKENS
     seed: int = SHUFFLE_SEED
     actual_public_count: bool = False   # False = the reference's "4 public tests" quirk
+    strict_subset_size: bool = False    # False = the reference's slice quirk (> 16 candidates)
 
 
 @dataclass
@@ -73,15 +74,22 @@ def candidates(rates: np.ndarray, is_test: bool) -> tuple[list[int], list[float]
 
 
 def max_variance_subset(ordered: list[int], spread: list[float], m: int = SUBSET_SIZE,
-                        n_max: int = MAX_CANDIDATES) -> list[int]:
+                        n_max: int = MAX_CANDIDATES, strict_size: bool = False) -> list[int]:
     """Down-sample to ``m`` conversations with a high variance of spreads (arXiv 2504.13818).
 
     Start from the ``m`` lowest; for k = 0..m−1 try replacing the tail with the ``k`` highest
     (``subset[:m-k] + ordered[n-k:]``) and keep the swap when the variance grows.
+    **quirk**: with more than ``n_max`` (16) candidates the reference's slice ``ordered[n-k:]``
+    runs to the end of the list, so the subset can grow past ``m``; it cannot happen with 16
+    samples per problem. ``strict_size`` considers only the ``n_max`` lowest instead.
+    With ``m`` or fewer candidates all are kept, in conversation order (as the reference; the
+    order decides where the prompts land after the seeded shuffle).
     """
     if len(ordered) <= m:
-        return list(ordered)
+        return sorted(ordered)
     n = min(n_max, len(ordered))
+    if strict_size:
+        ordered = ordered[:n]
     subset = ordered[:m]
     for k in range(m):
         trial = subset[:m - k] + ordered[n - k:]
@@ -123,7 +131,7 @@ def select_conversations(record: dict, rates: np.ndarray, opts: BanditOptions) -
         return [(convs[ordered[0]][:TEST_MESSAGES], ordered[0])]
     if opts.is_test:
         return []
-    subset = max_variance_subset(ordered, spread)
+    subset = max_variance_subset(ordered, spread, strict_size=opts.strict_subset_size)
     return [(convs[i], i) for i in subset]
 
 

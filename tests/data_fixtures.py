@@ -1,0 +1,61 @@
+"""Shared builders for the data-pipeline tests: hand-made records and a tiny offline tokenizer."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from cobalt.prompts import ALL_PUBLIC_PASSED_MARKER, SYSTEM_PROMPT
+
+
+@pytest.fixture(scope="session")
+def tiny_tokenizer_dir(tmp_path_factory):
+    """A small byte-level BPE tokenizer with a ChatML template, built offline."""
+    from cobalt.data.tokens import build_tiny_tokenizer
+
+    return build_tiny_tokenizer(tmp_path_factory.mktemp("tiny_tokenizer"))
+
+
+def tests_json(n: int, prefix: str = "") -> str:
+    return json.dumps({"inputs": [f"{prefix}{i}" for i in range(n)],
+                       "outputs": [f"{prefix}{2 * i}" for i in range(n)]})
+
+
+def result(passing: list[bool]) -> dict:
+    return {"passing": list(passing), "feedback": [f"fb{i}" for i in range(len(passing))]}
+
+
+def conversation(k: int, n_turns: int, passed_public: list[bool] | None = None) -> list[dict]:
+    """system, user, then (assistant, feedback) × n_turns; contents unique to conversation ``k``.
+
+    ``passed_public[t]`` puts the all-public-passed marker in the feedback after turn ``t``.
+    """
+    passed_public = passed_public or [False] * n_turns
+    conv = [{"role": "system", "content": SYSTEM_PROMPT},
+            {"role": "user", "content": "Solve the problem."}]
+    for t in range(n_turns):
+        conv.append({"role": "assistant", "content": f"conv {k} turn {t}\n```python\nprint({t})\n```"})
+        text = ALL_PUBLIC_PASSED_MARKER + "." if passed_public[t] else f"Your code failed (conv {k} turn {t})."
+        conv.append({"role": "user", "content": text})
+    return conv
+
+
+def trajectory(pid, rates: list[list[float]], *, n_tests: int = 10, turn0_pass: bool | list = False,
+               markers: list[list[bool]] | None = None, public_rates=None) -> dict:
+    """A valid trajectory record with ``rates`` as both hidden and public pass rates (so the
+    combined rate equals ``rates``)."""
+    k, n_turns = len(rates), len(rates[0])
+    flags = turn0_pass if isinstance(turn0_pass, list) else [turn0_pass] * k
+    return {
+        "id": pid,
+        "difficulty": "EASY",
+        "test_cases": tests_json(n_tests),
+        "public_test_cases": tests_json(4),
+        "hidden_test_cases": tests_json(n_tests - 4, "h"),
+        "conversations": [conversation(i, n_turns, markers[i] if markers else None) for i in range(k)],
+        "responses": [[f"<think>x</think>r{i}{t}" for t in range(n_turns)] for i in range(k)],
+        "turn0_results": [result([f] * 3) for f in flags],
+        "public_pass_rates": public_rates if public_rates is not None else [list(r) for r in rates],
+        "all_pass_rates": [list(r) for r in rates],
+    }
