@@ -13,6 +13,7 @@ from __future__ import annotations
 import random
 
 from cobalt.data.testcases import dump_test_cases, parse_test_cases
+from cobalt.errors import DataError
 
 
 def perturb_tests(public: dict, rng: random.Random) -> tuple[str, str] | None:
@@ -43,7 +44,9 @@ def perturb_records(records, seed: int = 42, *, path=None) -> tuple[list[dict], 
     rng = random.Random(seed)
     out, skipped = [], 0
     for line, record in records:
-        public = parse_test_cases(record.get("public_test_cases"), path=path, line=line,
+        if "public_test_cases" not in record:
+            raise DataError("missing", path=path, line=line, field="public_test_cases")
+        public = parse_test_cases(record["public_test_cases"], path=path, line=line,
                                   field="public_test_cases")
         perturbed = perturb_tests(public, rng)
         if perturbed is None:
