@@ -22,6 +22,7 @@ import linecache
 import os
 import resource
 import selectors
+import shutil
 import signal
 import sys
 import time
@@ -78,7 +79,6 @@ def limit_program(limits):
 
 def disable_destructive_functions():
     """The reference's guard: destructive calls become None, some modules unimportable."""
-    import shutil
     import subprocess
     for name in BLOCKED_OS_FUNCTIONS:
         if hasattr(os, name):
@@ -162,11 +162,12 @@ def exit_code_of(exc):
     return 1, f"{code}\n"
 
 
-def run_child(program, fds, limits):
+def run_child(program, fds, workdir, limits):
     """In the forked child: wire up stdio, lock down, run the program, exit. Never returns."""
     status = 1
     try:
         os.setpgid(0, 0)
+        os.chdir(workdir)
         for target, fd in enumerate(fds):
             os.dup2(fd, target)
         os.closerange(3, 4096)
@@ -211,8 +212,8 @@ def run_program(program):
 class Run:
     """A running test: its child, pipes, captured output and limits."""
 
-    def __init__(self, index, pid, stdin_fd, stdout_fd, stderr_fd, data, limits):
-        self.index, self.pid = index, pid
+    def __init__(self, index, pid, workdir, stdin_fd, stdout_fd, stderr_fd, data, limits):
+        self.index, self.pid, self.workdir = index, pid, workdir
         self.stdin_fd, self.data, self.written = stdin_fd, data, 0
         self.out = {stdout_fd: bytearray(), stderr_fd: bytearray()}
         self.stdout_fd, self.stderr_fd = stdout_fd, stderr_fd
@@ -228,13 +229,16 @@ class Run:
 
 
 def start_test(index, program, data, limits):
-    """Fork a child running the program on one input; return its Run."""
+    """Fork a child running the program on one input, in a fresh working directory of its own (so
+    files one test writes are not seen by the next); return its Run."""
+    workdir = os.path.abspath(f"test-{index}")
+    os.mkdir(workdir, 0o700)
     in_r, in_w = os.pipe()
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
     pid = os.fork()
     if pid == 0:
-        run_child(program, (in_r, out_w, err_w), limits)
+        run_child(program, (in_r, out_w, err_w), workdir, limits)
     try:
         os.setpgid(pid, pid)
     except OSError:
@@ -243,7 +247,7 @@ def start_test(index, program, data, limits):
         os.close(fd)
     for fd in (in_w, out_r, err_r):
         os.set_blocking(fd, False)
-    return Run(index, pid, in_w, out_r, err_r, data, limits)
+    return Run(index, pid, workdir, in_w, out_r, err_r, data, limits)
 
 
 def forget(selector, fd):
@@ -307,6 +311,7 @@ def finish(run, selector, limits, killed_for_time=False):
     for fd in (run.stdout_fd, run.stderr_fd, run.pidfd):
         forget(selector, fd)
         os.close(fd)
+    shutil.rmtree(run.workdir, ignore_errors=True)
     cpu = usage.ru_utime + usage.ru_stime
     rc = os.waitstatus_to_exitcode(wait_status)
     if killed_for_time or cpu >= limits["cpu_seconds"] or rc == -signal.SIGXCPU:
@@ -372,8 +377,7 @@ def main():
             emit({"i": index, "status": "exit", "rc": 1, "cpu": 0.0, "stdout": "", "stderr": message})
         return
     linecache.cache[PROGRAM_NAME] = (len(source), None, source.splitlines(True), PROGRAM_NAME)
-    import shutil  # noqa: F401  (imported once here so each child's guard does not pay for it)
-    import subprocess  # noqa: F401
+    import subprocess  # noqa: F401  (imported once here so each child's guard does not pay for it)
     run_tests(program, request["inputs"], limits, emit)
 
 
