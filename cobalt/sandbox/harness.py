@@ -66,6 +66,23 @@ def limit_sandbox(limits):
     libc = ctypes.CDLL(None, use_errno=True)
     PR_SET_DUMPABLE = 4
     libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+    # Orphans of the tests (daemons) become our children, so end_sandbox() can reap them.
+    PR_SET_CHILD_SUBREAPER = 36
+    libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+
+
+def end_sandbox():
+    """Kill and reap every process left in the sandbox. We run as a uid of our own (or as init of
+    a PID namespace), so kill(-1) reaches exactly the sandbox's processes."""
+    try:
+        os.kill(-1, signal.SIGKILL)
+    except OSError:
+        pass
+    while True:
+        try:
+            os.waitpid(-1, 0)
+        except ChildProcessError:
+            return
 
 
 def limit_program(limits):
@@ -378,7 +395,10 @@ def main():
         return
     linecache.cache[PROGRAM_NAME] = (len(source), None, source.splitlines(True), PROGRAM_NAME)
     import subprocess  # noqa: F401  (imported once here so each child's guard does not pay for it)
-    run_tests(program, request["inputs"], limits, emit)
+    try:
+        run_tests(program, request["inputs"], limits, emit)
+    finally:
+        end_sandbox()
 
 
 if __name__ == "__main__":

@@ -2,8 +2,9 @@
 
 Two backends, chosen by ``sandbox.backend`` (``auto`` picks the first that works and logs it):
 
-* ``bwrap``: bubblewrap with every namespace unshared (no network, private PID tree, /dev and /tmp),
-  only ``/usr`` visible read-only plus a per-run scratch dir, all capabilities dropped. Started as
+* ``bwrap``: bubblewrap with every namespace unshared (no network, private PID tree with the harness
+  as its init, private /dev), a read-only root showing only ``/usr`` plus a per-run scratch dir as
+  /tmp, all capabilities dropped, no nested user namespaces. Started as
   a dedicated unprivileged uid per concurrent slot (via ``setpriv``) when we run as root, so the
   program is not root even inside its namespace and RLIMIT_NPROC bounds fork bombs.
 * ``landlock``: for machines without user namespaces. The harness runs as the slot's uid with
@@ -138,7 +139,7 @@ class BwrapBackend:
     def command(self, slot: Slot, scratch: str) -> list[str]:
         cmd = _drop_privileges(slot) + [
             self.bwrap, "--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent",
-            "--new-session", "--cap-drop", "ALL",
+            "--new-session", "--as-pid-1", "--cap-drop", "ALL",
             "--clearenv", "--setenv", "PATH", SANDBOX_PATH, "--setenv", "LANG", "C.UTF-8",
             "--setenv", "HOME", "/tmp", "--setenv", "OMP_NUM_THREADS", "1",
         ]
@@ -147,8 +148,8 @@ class BwrapBackend:
                 cmd += ["--symlink", os.readlink(path), path]
             elif os.path.isdir(path):
                 cmd += ["--ro-bind", path, path]
-        cmd += ["--proc", "/proc", "--dev", "/dev", "--bind", scratch, "/tmp", "--chdir", "/tmp",
-                "--hostname", "sandbox", self.python, "-S", "-c", HARNESS_SOURCE]
+        cmd += ["--proc", "/proc", "--dev", "/dev", "--bind", scratch, "/tmp", "--remount-ro", "/",
+                "--chdir", "/tmp", "--hostname", "sandbox", self.python, "-S", "-c", HARNESS_SOURCE]
         return cmd
 
     def landlock_spec(self, scratch: str) -> None:
