@@ -42,6 +42,6 @@ def run(main: Callable[[], None]) -> None:
     """Run a CLI body; bad input ends with one clear line on stderr and exit status 2."""
     try:
         main()
-    except (DataError, ConfigError, FileExistsError) as e:
+    except (DataError, ConfigError, OSError) as e:  # OSError: existing output, tokenizer not found
         print(f"error: {e}", file=sys.stderr)
         sys.exit(2)
