@@ -109,12 +109,13 @@ def verdicts():
     from cobalt.sandbox.config import default_config
 
     config = dataclasses.replace(default_config(), test_concurrency=1)
-    jobs = {}
+    slow_jobs, jobs = {}, {}
     for p in PROBLEMS:
         for i, code in enumerate(p["solutions"]):
             jobs[(p["id"], "solution", i)] = code
         for i, wrong in enumerate(p["wrong_solutions"]):
-            jobs[(p["id"], "wrong", i)] = wrong["code"]
+            (slow_jobs if is_too_slow(wrong) else jobs)[(p["id"], "wrong", i)] = wrong["code"]
+    jobs = slow_jobs | jobs  # the long ones first, so they overlap with the many short ones
     with ThreadPoolExecutor(max_workers=2) as pool:
         futures = {key: pool.submit(evaluate, code, embedded.all_tests(BY_ID[key[0]]), config)
                    for key, code in jobs.items()}
