@@ -25,7 +25,10 @@ def parse_args():
     p.add_argument("--seed", type=int, default=42)
     cli.add_evaluator(p, allow_none=True)
     cli.add_overwrite(p)
-    return p.parse_args()
+    args = p.parse_args()
+    if args.drop_unsolved and args.evaluator == "none":
+        p.error("--drop-unsolved needs an evaluator to run the reference solutions")
+    return args
 
 
 def main():

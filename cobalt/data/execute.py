@@ -42,7 +42,3 @@ async def run_jobs(evaluator, jobs: list[tuple[str | None, str]], *, concurrency
         bar.close()
     by_job = dict(zip(unique, results))
     return [by_job[job] if job[0] is not None else no_code_result() for job in jobs]
-
-
-def run_jobs_sync(evaluator, jobs, **kwargs) -> list[dict]:
-    return asyncio.run(run_jobs(evaluator, jobs, **kwargs))

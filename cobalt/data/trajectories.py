@@ -142,8 +142,8 @@ def validate(record: dict, *, path=None, line=None, need_hidden: bool = False) -
     shape = (len(convs), n_turns)
     check.grid(record, "responses", shape, _text)
     check.grid(record, "public_pass_rates", shape, _rate)
-    for field in ("all_pass_rates",) if "all_pass_rates" in record else ():
-        check.grid(record, field, shape, _rate)
+    if "all_pass_rates" in record:
+        check.grid(record, "all_pass_rates", shape, _rate)
     if "public_results" in record:
         check.grid(record, "public_results", shape, _result)
     turn0 = record["turn0_results"]
