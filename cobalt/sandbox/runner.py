@@ -177,12 +177,25 @@ class LandlockBackend:
                 "write": [scratch, "/dev/null"]}
 
     def cleanup(self, slot: Slot) -> None:
-        """No PID namespace here: kill whatever the uid left running (daemons)."""
-        for entry in os.scandir("/proc"):
-            if entry.name.isdigit():
+        """No PID namespace here: if the harness could not clean up (a program killed it), kill
+        whatever the uid left running and wait (briefly) until it is dead."""
+        deadline = time.monotonic() + 2.0
+        while (alive := _live_processes(slot.uid)) and time.monotonic() < deadline:
+            for pid in alive:
                 with contextlib.suppress(OSError):
-                    if entry.stat().st_uid == slot.uid:
-                        os.kill(int(entry.name), signal.SIGKILL)
+                    os.kill(pid, signal.SIGKILL)
+            time.sleep(0.005)
+
+
+def _live_processes(uid: int) -> list[int]:
+    """Processes of ``uid`` that are not zombies (a zombie is dead; init reaps it)."""
+    found = []
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError):
+                if entry.stat().st_uid == uid and "State:\tZ" not in Path(entry.path, "status").read_text():
+                    found.append(int(entry.name))
+    return found
 
 
 BACKENDS = {"bwrap": BwrapBackend, "landlock": LandlockBackend}
