@@ -79,7 +79,7 @@ def start_evaluator_app(config_name: str | None = None):
     """Deploy the evaluator on the connected Ray cluster (handle-only, no HTTP proxy needed) and
     return its deployment handle."""
     _, opts = load_evaluator_config(config_name)
-    serve.start(http_options={"location": "NoServer"})
+    serve.start(proxy_location="Disabled")
     return serve.run(build_app(config_name), name=opts.app_name, route_prefix=opts.route_prefix)
 
 

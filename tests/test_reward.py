@@ -1,0 +1,184 @@
+"""Every branch of the COBALT reward (reference section 4) with exact values."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+
+import pytest
+
+from cobalt.reward import compute_score, format_reward, score_details
+from cobalt.reward.config import reward_config
+from cobalt.reward.score import correctness_reward, with_improvement
+from cobalt.reward.tokens import token_counter
+
+CFG = reward_config()
+count = token_counter("o200k_base")
+GROUND_TRUTH = json.dumps({"inputs": ["1 2", "3 4"], "outputs": ["3", "7"]})
+CODE = "a, b = map(int, input().split())\nprint(a + b)"
+
+
+def response(think="Let me add the numbers.", code=CODE, explanation="It adds a and b."):
+    return f"{think}\n</think>\n\n```python\n{code}\n```\n{explanation}"
+
+
+class FixedEvaluator:
+    """Returns a preset pass pattern (a unit test of the reward logic around the evaluator)."""
+
+    def __init__(self, passing=None, error=None, delay=0.0):
+        self.passing, self.error, self.delay, self.calls = passing, error, delay, []
+
+    async def evaluate(self, code, test_cases):
+        self.calls.append((code, test_cases))
+        await asyncio.sleep(self.delay)
+        if self.error:
+            raise self.error
+        return {"passing": self.passing, "feedback": [""] * len(self.passing)}
+
+
+def details(passing, extra=None, text=None, **kw):
+    evaluator = FixedEvaluator(passing, **kw)
+    return asyncio.run(score_details("code_taco_verified", text or response(), GROUND_TRUTH, extra,
+                                     evaluator=evaluator))
+
+
+@pytest.mark.parametrize("pass_rate, expected", [(1.0, 1.0), (0.75, 0.2), (0.5, 0.2), (0.25, 0.0), (0.0, -0.1)])
+def test_correctness_ladder(pass_rate, expected):
+    assert correctness_reward(pass_rate, CFG) == expected
+
+
+def test_improvement_adds_relative_progress():
+    assert with_improvement(0.2, 0.75, 0.5, CFG) == pytest.approx(0.2 + 0.25 / 0.5 * 0.1)
+
+
+def test_no_improvement_replaces_the_reward():
+    assert with_improvement(0.2, 0.5, 0.5, CFG) == pytest.approx(-0.1)
+    assert with_improvement(0.0, 0.25, 0.5, CFG) == pytest.approx(-0.1 + (0.25 - 0.5) / 0.5 * 0.1)
+    assert with_improvement(-0.1, 0.0, 1.0, CFG) == pytest.approx(-0.2)
+
+
+def test_improvement_ignored_when_solved_or_no_previous_best():
+    assert with_improvement(1.0, 1.0, 0.5, CFG) == 1.0
+    assert with_improvement(0.2, 0.5, 0.0, CFG) == 0.2
+
+
+def test_no_program_scores_minus_one_in_training_and_zero_in_validation():
+    text = "I could not solve it.\n</think>\nSorry."
+    evaluator = FixedEvaluator([True])
+    assert asyncio.run(score_details("d", text, GROUND_TRUTH, {}, evaluator=evaluator))["score"] == -1.0
+    assert asyncio.run(score_details("d", text, GROUND_TRUTH, {"is_val": True}, evaluator=evaluator))["score"] == 0.0
+    assert evaluator.calls == []
+
+
+def test_full_pass_well_formed_scores_one():
+    result = details([True, True], {"prev_best_pass_rate": 0.5})
+    assert result["score"] == 1.0 and result["format_reward"] == 0.0 and result["improvement"] == 0.0
+
+
+def test_partial_pass_with_improvement_exact():
+    result = details([True, True, True, False], {"prev_best_pass_rate": 0.5})
+    assert result["pass_rate"] == 0.75
+    assert result["score"] == pytest.approx(0.2 + 0.05)
+
+
+def test_regression_below_previous_best_exact():
+    think = "Short."
+    result = details([True, False, False, False], {"prev_best_pass_rate": 0.5}, text=response(think=think))
+    reward = -0.1 + (0.25 - 0.5) / 0.5 * 0.1
+    fmt = math.tanh(count(think) / 1024) * 0.075
+    assert result["format_reward"] == pytest.approx(fmt)
+    assert result["score"] == pytest.approx(reward + fmt)
+
+
+def test_validation_is_binary_and_skips_format():
+    bad_format = "```python\nprint(1)\n```"  # no </think>
+    assert details([True, True], {"is_val": True}, text=bad_format)["score"] == 1.0
+    assert details([True, False], {"is_val": True, "prev_best_pass_rate": 0.9})["score"] == 0.0
+
+
+def test_evaluator_error_or_timeout_counts_as_one_failing_test():
+    result = details(None, {"prev_best_pass_rate": 0.0}, error=RuntimeError("replica died"))
+    assert result["pass_rate"] == 0.0 and "replica died" in result["evaluator_error"]
+    assert result["score"] == pytest.approx(-0.1 + result["format_reward"])
+
+    from dataclasses import replace
+
+    quick = replace(CFG, call_timeout_s=0.05)
+    slow = FixedEvaluator([True], delay=1.0)
+    timed_out = asyncio.run(score_details("d", response(), GROUND_TRUTH, {}, evaluator=slow, config=quick))
+    assert timed_out["pass_rate"] == 0.0 and "exceeded" in timed_out["evaluator_error"]
+
+
+def test_score_is_clipped_to_minus_one():
+    looping = "abcdefghijklmnopqrstuvwxyz0123456789" * 10
+    text = f"{looping}\n</think>\n```python\nprint(1)\n```"
+    result = details([False], {"prev_best_pass_rate": 1.0}, text=text)
+    assert result["score"] == -1.0  # -0.2 - 0.9 before clipping
+
+
+# --- format reward ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("text", [
+    "no think end ```python\nx\n```",
+    "a</think>b</think>\n```python\nx\n```",
+    "t</think>\n```\nx\n```",                                  # no ```python
+    "t</think>\n```python\nx\n```\n```python\ny\n```",         # two openings
+    "t</think>\n```python\nx```",                              # no closing \n```
+    "t</think>\n```python\nx\n```\nmore\n```",                 # two closings
+    "t</think>\n```python\nprint(`x`)\n```",                   # backtick in the body
+    "q" * 32 * 8 + "</think>\n```python\nx\n```",              # repetition
+])
+def test_format_violations(text):
+    assert format_reward(text, 1.0) == -0.9
+    assert format_reward(text, -0.1) == -0.9
+
+
+def test_length_limits_when_correct():
+    assert format_reward(response(), 0.2) == 0.0
+    long_think = " ".join(f"w{i}" for i in range(5000))
+    assert count(long_think) > 4096
+    assert format_reward(response(think=long_think), 0.0) == -0.01
+    long_expl = " ".join(f"e{i}" for i in range(600))
+    assert format_reward(response(explanation=long_expl), 1.0) == -0.01
+
+
+def test_length_and_reflection_terms_when_wrong():
+    think = "Wait, that is wrong. However I can verify: wait again. But error error error error error."
+    words = think.lower()
+    # wait(2) wrong(1) however(1) verify(1) but(1) -> 5 keywords; error appears 5 times -> no bonus.
+    assert "error" in words
+    expected = math.tanh(count(think) / 1024) * 0.075 + 0.025
+    assert format_reward(response(think=think), -0.1) == pytest.approx(expected)
+    three = "wait. however. verify."
+    assert format_reward(response(think=three), -0.1) == pytest.approx(math.tanh(count(three) / 1024) * 0.075 + 0.015)
+
+
+def test_keywords_match_whole_words_only():
+    think = "awaited butter errors"
+    assert format_reward(response(think=think), -0.1) == pytest.approx(math.tanh(count(think) / 1024) * 0.075)
+
+
+def test_overlong_parts_when_wrong():
+    long_think = " ".join(f"w{i}" for i in range(5000))
+    long_code = "\n".join(f"x{i} = {i}" for i in range(1000))
+    long_expl = " ".join(f"e{i}" for i in range(600))
+    assert format_reward(response(think=long_think), -0.1) == pytest.approx(-0.1)
+    text = response(think="ok", code=long_code, explanation=long_expl)
+    assert format_reward(text, -0.1) == pytest.approx(math.tanh(count("ok") / 1024) * 0.075 - 0.2)
+
+
+def test_o200k_counts_offline():
+    assert count("hello world") == 2
+    assert count("<|endoftext|>") > 1  # special-token text counts as ordinary text
+
+
+# --- end to end through the real sandbox ----------------------------------------------------------
+
+def test_compute_score_with_the_real_sandbox(monkeypatch):
+    monkeypatch.setenv("COBALT_EVALUATOR", "local")
+    right = asyncio.run(compute_score("code_taco_verified", response(), GROUND_TRUTH, {"prev_best_pass_rate": 0.5}))
+    wrong = asyncio.run(compute_score("code_taco_verified", response(code=CODE.replace("+", "*")), GROUND_TRUTH,
+                                      {"prev_best_pass_rate": 0.0}))
+    assert right == 1.0
+    assert wrong == pytest.approx(-0.1 + math.tanh(count("Let me add the numbers.") / 1024) * 0.075)

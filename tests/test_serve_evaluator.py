@@ -1,0 +1,58 @@
+"""The evaluator as a real Ray Serve app on a private local cluster."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+ADD = "a, b = map(int, input().split())\nprint(a + b)\n"
+WRONG = "a, b = map(int, input().split())\nprint(a - b)\n"
+
+
+def cases(n: int) -> dict:
+    return {"inputs": [f"{i} {i + 1}\n" for i in range(n)], "outputs": [str(2 * i + 1) for i in range(n)]}
+
+
+def test_handle_by_name_answers_with_reference_results(evaluator_app):
+    from ray import serve
+
+    handle = serve.get_deployment_handle("Evaluator", app_name="evaluator")
+    result = handle.remote({"code": ADD, "test_cases": json.dumps(cases(3))}).result(timeout_s=60)
+    assert result["passing"] == [True, True, True]
+    assert result["feedback"][0] == "Input:\n0 1\nProgram's Output:\n1\nExpected Output:\n1"
+
+
+def test_bad_requests_get_clear_failures_and_the_service_keeps_serving(evaluator_app):
+    bad = [
+        "not a dict",
+        {"code": ADD},
+        {"test_cases": cases(1)},
+        {"code": ADD, "test_cases": {"inputs": ["1 2"], "outputs": []}},
+        {"code": ADD, "test_cases": {"inputs": [], "outputs": []}},
+        {"code": "x" * (10 << 20), "test_cases": cases(1)},
+        {"code": "print(1)", "test_cases": {"inputs": [None], "outputs": ["1"]}},
+    ]
+    for request in bad:
+        result = evaluator_app.remote(request).result(timeout_s=60)
+        assert result["passing"] == [False], request if not isinstance(request, dict) else request.keys()
+        assert result["feedback"][0].startswith("Exception: invalid request: ")
+    assert evaluator_app.remote({"code": ADD, "test_cases": cases(2)}).result(timeout_s=60)["passing"] == [True, True]
+
+
+def test_burst_of_500_concurrent_requests_all_answered(evaluator_app):
+    from cobalt.serve.client import get_evaluator
+
+    evaluator = get_evaluator("serve")
+
+    async def burst():
+        jobs = [evaluator.evaluate(ADD if i % 2 == 0 else WRONG, cases(4)) for i in range(500)]
+        return await asyncio.gather(*jobs)
+
+    results = asyncio.run(burst())
+    assert len(results) == 500
+    for i, result in enumerate(results):
+        assert result["passing"] == ([True] * 4 if i % 2 == 0 else [False, False, False, False]), i
