@@ -45,6 +45,7 @@ class SandboxConfig:
             "max_output_bytes": self.max_output_bytes,
             # RLIMIT_NPROC counts every process of the uid: only meaningful on a uid of our own.
             "max_processes": self.max_processes if dedicated_uid else 0,
+            "dedicated_uid": dedicated_uid,
             "concurrency": self.test_concurrency,
         }
 

@@ -1,0 +1,117 @@
+"""Evaluator throughput (tests/s) versus the reference's one-`python3 -S`-per-test bwrap scheme.
+
+    .venv/bin/python bench/bench_sandbox.py [--programs N] [--workers 2]
+
+Workload: the correct solution of each embedded problem on all its tests (real programs, real
+inputs). All three runners use the same parallelism (``--workers`` requests at once, up to 4 tests
+of a request at once) and are measured in the same run, one after the other:
+
+* cobalt: ``cobalt.sandbox.evaluate`` (hardened bwrap, one sandbox per program, fork per test);
+* reference: one ``bwrap --ro-bind / / --unshare-all ... python3 -S prog.py`` per test (its command
+  line), where prog.py starts with the reference's guard (rlimits, destructive functions disabled:
+  reference section 2 "before the program runs"); ``--bare-reference`` leaves the guard out;
+* unsandboxed: one plain ``python3 -S prog.py`` per test, no guard.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from cobalt.data.embedded import all_tests, load_problems  # noqa: E402
+from cobalt.sandbox import evaluate  # noqa: E402
+from cobalt.sandbox.runner import get_backend  # noqa: E402
+from cobalt.sandbox.config import default_config  # noqa: E402
+
+PYTHON = "/usr/bin/python3"
+
+# What the reference runs inside each test's interpreter before the program (section 2).
+REFERENCE_GUARD = """\
+import resource, os, builtins, shutil, subprocess, sys, faulthandler
+for _limit in (resource.RLIMIT_AS, resource.RLIMIT_DATA, resource.RLIMIT_STACK):
+    resource.setrlimit(_limit, (1 << 30, 1 << 30))
+os.environ["OMP_NUM_THREADS"] = "1"
+faulthandler.disable()
+for _name in ("kill", "system", "putenv", "remove", "removedirs", "rmdir", "fchdir", "setuid", "fork",
+              "forkpty", "killpg", "rename", "renames", "truncate", "replace", "unlink", "fchmod",
+              "fchown", "chmod", "chown", "chroot", "lchown", "getcwd", "chdir"):
+    setattr(os, _name, None)
+shutil.rmtree = shutil.move = shutil.chown = None
+subprocess.Popen = None
+for _name in ("ipdb", "joblib", "resource", "psutil", "tkinter"):
+    sys.modules[_name] = None
+"""
+
+
+def reference_command(prog: str, scratch: str) -> list[str]:
+    return ["bwrap", "--ro-bind", "/", "/", "--dev-bind", "/dev", "/dev", "--bind", scratch, scratch,
+            "--unshare-all", "--new-session", "--die-with-parent", "--proc", "/proc",
+            "--chdir", scratch, PYTHON, "-S", prog]
+
+
+def run_per_test(code: str, tests: dict, sandboxed: bool, guard: bool) -> list[bool]:
+    """The reference scheme: a fresh interpreter (optionally in its own bwrap) for every test."""
+    scratch = tempfile.mkdtemp(prefix="bench-ref-")
+    prog = str(Path(scratch) / "prog.py")
+    Path(prog).write_text((REFERENCE_GUARD if guard else "") + code)
+    cmd = reference_command(prog, scratch) if sandboxed else [PYTHON, "-S", prog]
+
+    def one(pair):
+        test_input, expected = pair
+        try:
+            done = subprocess.run(cmd, input=test_input.encode(), capture_output=True, timeout=4)
+        except subprocess.TimeoutExpired:
+            return False
+        return done.returncode == 0 and done.stdout.decode(errors="replace").strip() == expected.strip()
+
+    try:
+        with ThreadPoolExecutor(4) as pool:
+            return list(pool.map(one, zip(tests["inputs"], tests["outputs"])))
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def measure(name: str, job, workload, workers: int) -> float:
+    start = time.perf_counter()
+    with ThreadPoolExecutor(workers) as pool:
+        results = list(pool.map(lambda item: job(*item), workload))
+    elapsed = time.perf_counter() - start
+    tests = sum(len(r) for r in results)
+    passed = sum(sum(r) for r in results)
+    rate = tests / elapsed
+    print(f"{name:>12}: {tests} tests in {elapsed:6.2f} s = {rate:7.1f} tests/s ({passed} passed)")
+    return rate
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--programs", type=int, default=51, help="how many embedded problems (default all)")
+    parser.add_argument("--workers", type=int, default=2, help="requests evaluated at once")
+    parser.add_argument("--bare-reference", action="store_true",
+                        help="run the reference scheme without its in-process guard (a lower bound)")
+    args = parser.parse_args()
+    if shutil.which("bwrap") is None:
+        sys.exit("bwrap is not installed: run scripts/setup.sh")
+    cfg = default_config()
+    get_backend(cfg)  # probe once, outside the timing
+    workload = [(p["solutions"][0], all_tests(p)) for p in load_problems()[: args.programs]]
+    print(f"workload: {len(workload)} programs, {sum(len(t['inputs']) for _, t in workload)} tests, "
+          f"{args.workers} requests at once")
+    ours = measure("cobalt", lambda code, tests: evaluate(code, tests, cfg)["passing"], workload, args.workers)
+    guard = not args.bare_reference
+    reference = measure("reference", lambda c, t: run_per_test(c, t, True, guard), workload, args.workers)
+    bare = measure("unsandboxed", lambda c, t: run_per_test(c, t, False, False), workload, args.workers)
+    print(f"speed-up over the reference bwrap scheme: {ours / reference:.1f}x (goal >= 5x)")
+    print(f"speed-up over unsandboxed python3 -S per test: {ours / bare:.1f}x (goal > 1x)")
+
+
+if __name__ == "__main__":
+    main()
