@@ -179,3 +179,17 @@ def test_settings_come_from_reward_kwargs_and_unknown_keys_are_rejected():
     assert RewardManagerSettings.from_verl_config(OmegaConf.create({"reward": {}})) == RewardManagerSettings()
     with pytest.raises(ValueError, match="timeout"):
         RewardManagerSettings.from_verl_config(OmegaConf.create({"reward": {"reward_kwargs": {"cobalt": {"timeout": 1}}}}))
+
+
+def test_training_step_metrics_average_the_reward_extras():
+    pytest.importorskip("transfer_queue")
+    from cobalt.train.trainer import reward_extra_metrics
+
+    infos = [{"acc": 1.0, "pass_rate": 1.0, "improvement": 0.0, "format_penalized": 0.0,
+              "evaluator_failure": 0.0, "evaluator_timeout": 0.0},
+             {"acc": -1.0, "pass_rate": 0.0, "improvement": 0.0, "format_penalized": 1.0,
+              "evaluator_failure": 1.0, "evaluator_timeout": 1.0}, {}]
+    metrics = reward_extra_metrics(infos)
+    assert metrics["reward/pass_rate/mean"] == 0.5 and metrics["reward/acc/mean"] == 0.0
+    assert metrics["reward/format_penalized/mean"] == 0.5
+    assert metrics["reward/evaluator_failure/count"] == 1.0

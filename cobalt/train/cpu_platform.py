@@ -17,16 +17,15 @@ On the Ray side the platform asks for the ``GPU`` resource, so start Ray with a 
 
 from __future__ import annotations
 
-import importlib.abc
-import importlib.machinery
 import os
-import sys
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
 import torch
 from verl.plugin.platform import PlatformBase, PlatformRegistry
+
+from cobalt.train.import_hooks import when_imported
 
 PLATFORM_NAME = "cpu"
 
@@ -282,46 +281,10 @@ PATCHES: tuple[Patch, ...] = (
 )
 
 
-class _AfterImportHook(importlib.abc.MetaPathFinder):
-    """Runs callbacks right after a named module has been executed, before anyone else uses it."""
-
-    def __init__(self) -> None:
-        self.pending: dict[str, list[Callable[[Any], None]]] = {}
-
-    def find_spec(self, fullname, path, target=None):
-        if fullname not in self.pending:
-            return None
-        spec = importlib.machinery.PathFinder.find_spec(fullname, path)
-        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
-            return None
-        callbacks, loader = self.pending.pop(fullname), spec.loader
-        original_exec = loader.exec_module
-
-        def exec_module(module):
-            original_exec(module)
-            for callback in callbacks:
-                callback(module)
-
-        loader.exec_module = exec_module
-        return spec
-
-    def add(self, module_name: str, callback: Callable[[Any], None]) -> None:
-        module = sys.modules.get(module_name)
-        if module is not None:
-            callback(module)
-        else:
-            self.pending.setdefault(module_name, []).append(callback)
-
-
-_hook = _AfterImportHook()
-
-
 def apply_patches() -> None:
     """Apply every patch now or when its module is imported (idempotent)."""
-    if _hook not in sys.meta_path:
-        sys.meta_path.insert(0, _hook)
     for patch in PATCHES:
-        _hook.add(patch.module, patch.apply)
+        when_imported(patch.module, patch.apply)
 
 
 if cpu_platform_selected():

@@ -111,21 +111,26 @@ def override_value(overrides: list[str], key: str) -> str | None:
 # --------------------------------------------------------------------------------------------------
 
 
-def prepare(profile: Profile) -> None:
+def prepare(profile: Profile, overrides: list[str]) -> None:
+    """Build what ``profile.prepare`` names, into the paths the run will read (the final
+    ``data.train_files`` and ``actor_rollout_ref.model.path``), when they are missing."""
     steps = profile.prepare
-    if "demo_data" in steps and not (Path(steps["demo_data"]) / "train.parquet").exists():
-        cmd = [sys.executable, "-m", "cobalt.data.demo", "--out", str(steps["demo_data"])]
-        if steps.get("demo_limit"):
-            cmd += ["--limit", str(steps["demo_limit"])]
+    train_file = Path(override_value(overrides, "data.train_files") or "")
+    model_dir = Path(override_value(overrides, "actor_rollout_ref.model.path") or "")
+    if "demo_data" in steps and not train_file.exists():
+        cmd = [sys.executable, "-m", "cobalt.data.demo", "--out", str(train_file.parent)]
+        if (steps["demo_data"] or {}).get("limit"):
+            cmd += ["--limit", str(steps["demo_data"]["limit"])]
         _run_step("demo data", cmd)
-    if "tiny_policy" in steps and not (Path(steps["tiny_policy"]) / "config.json").exists():
-        data = Path(steps.get("demo_data", "data/demo")) / "train.parquet"
-        _run_step("tiny policy", [sys.executable, "-m", "cobalt.train.tiny_policy", "warm", "--data", str(data),
-                                  "--out", str(steps["tiny_policy"]),
-                                  "--max_prompt_tokens", str(steps.get("max_prompt_tokens", 512))])
-    if "smollm2" in steps and not (Path(steps["smollm2"]) / "config.json").exists():
+    if "tiny_policy" in steps and not (model_dir / "config.json").exists():
+        cmd = [sys.executable, "-m", "cobalt.train.tiny_policy", "warm", "--data", str(train_file),
+               "--out", str(model_dir)]
+        for key, value in (steps["tiny_policy"] or {}).items():
+            cmd += [f"--{key}", str(value)]
+        _run_step("tiny policy", cmd)
+    if "smollm2" in steps and not (model_dir / "config.json").exists():
         _run_step("SmolLM2 export", [sys.executable, "-m", "cobalt.train.tiny_policy", "smollm2",
-                                     "--out", str(steps["smollm2"])])
+                                     "--out", str(model_dir)])
 
 
 def _run_step(what: str, cmd: list[str]) -> None:
@@ -207,15 +212,17 @@ def run(profile: Profile, address: str | None, logger: list[str] | None, extra: 
     if dry_run:
         print(json.dumps({"env": profile.env, "address": address, "command": main_ppo_command(overrides)}, indent=1))
         return 0
-    prepare(profile)
+    prepare(profile, overrides)
     head = None
-    if not joined:
-        head = PrivateRayHead(int(profile.ray.get("num_cpus", os.cpu_count() or 2)),
-                              int(profile.ray.get("num_gpus", 0)))
-        print(f"[cobalt.launch] starting a private Ray head at {head.address} ({head.temp_dir})", flush=True)
-        head.wait_ready()
-        address = head.address
+    signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)  # so the head below is always stopped
     try:
+        if not joined:
+            head = PrivateRayHead(int(profile.ray.get("num_cpus", os.cpu_count() or 2)),
+                                  int(profile.ray.get("num_gpus", 0)))
+            print(f"[cobalt.launch] starting a private Ray head at {head.address} ({head.temp_dir})",
+                  flush=True)
+            head.wait_ready()
+            address = head.address
         start_evaluator(address, profile.evaluator_config)
         env = dict(os.environ, RAY_ADDRESS=address)
         print(f"[cobalt.launch] main_ppo on {address}: {' '.join(overrides)}", flush=True)
@@ -223,6 +230,10 @@ def run(profile: Profile, address: str | None, logger: list[str] | None, extra: 
     finally:
         if head is not None:
             head.stop()
+
+
+def _raise_keyboard_interrupt(signum, frame):
+    raise KeyboardInterrupt(f"signal {signum}")
 
 
 def main(argv=None) -> int:

@@ -52,7 +52,8 @@ EXTRA_KEYS = (
     "pass_rate",         # fraction of tests passed (0 when unknown or failed)
     "improvement",       # pass-rate gain over extra_info.prev_best_pass_rate (0 when unknown)
     "format_penalized",  # 1 when the format term was negative
-    "evaluator_failure", # 1 when scoring raised or timed out (score = failure_score)
+    "evaluator_failure", # 1 when scoring raised or timed out (score = failure_score), or the
+                         # reward reported an evaluator error (details["evaluator_error"])
     "evaluator_timeout", # 1 when scoring timed out
 )
 
@@ -112,7 +113,7 @@ def extra_info_for(score: float, details: dict, prev_best: float, failed: bool, 
         "pass_rate": pass_rate,
         "improvement": float(improvement),
         "format_penalized": float(format_reward < 0),
-        "evaluator_failure": float(failed),
+        "evaluator_failure": float(failed or bool(details.get("evaluator_error"))),
         "evaluator_timeout": float(timed_out),
     }
 

@@ -1,0 +1,46 @@
+"""veRL 0.9.1's synchronous PPO trainer, plus the reward-extra metrics of each training step.
+
+veRL logs the reward manager's per-item ``reward_extra_info`` for validation only
+(``val-aux/<data_source>/<key>/mean@n``). This trainer (``trainer.v1.trainer_mode=cobalt_sync``,
+registered by :mod:`cobalt.train.verl_plugin`) adds, for every training step,
+``reward/<key>/mean`` for each key of :data:`cobalt.train.reward_manager.EXTRA_KEYS` (pass rate,
+improvement, format penalty rate, evaluator failure and timeout rates, acc) and
+``reward/evaluator_failure/count``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import transfer_queue as tq
+from verl.trainer.ppo.v1.trainer_base import register_trainer
+from verl.trainer.ppo.v1.trainer_sync import PPOTrainerSync
+
+from cobalt.train.reward_manager import EXTRA_KEYS
+
+TRAINER_MODE = "cobalt_sync"
+
+
+def reward_extra_metrics(infos: list[dict]) -> dict[str, float]:
+    """Means over the items that carry each key; the failure count."""
+    metrics = {}
+    for key in EXTRA_KEYS:
+        values = [float(info[key]) for info in infos if isinstance(info, dict) and info.get(key) is not None]
+        if values:
+            metrics[f"reward/{key}/mean"] = float(np.mean(values))
+    failures = [info.get("evaluator_failure", 0) for info in infos if isinstance(info, dict)]
+    metrics["reward/evaluator_failure/count"] = float(np.sum(failures)) if failures else 0.0
+    return metrics
+
+
+@register_trainer(TRAINER_MODE)
+class CobaltTrainerSync(PPOTrainerSync):
+    def _compute_metrics(self, batch, metrics, timing_raw, global_steps, epoch):
+        super()._compute_metrics(batch, metrics, timing_raw, global_steps, epoch)
+        metrics.update(reward_extra_metrics(self._reward_extra_infos(batch)))
+
+    @staticmethod
+    def _reward_extra_infos(batch) -> list[dict]:
+        data = tq.kv_batch_get(keys=batch.keys, partition_id=batch.partition_id, select_fields=["extra_fields"])
+        extra_fields = data.pop("extra_fields").tolist()
+        real = [not tag.get("is_padding", False) for tag in batch.tags]
+        return [(fields or {}).get("reward_extra_info", {}) for fields, keep in zip(extra_fields, real) if keep]
