@@ -22,6 +22,7 @@ def ray_cluster():
     temp_dir = tempfile.mkdtemp(prefix="rt", dir="/tmp")  # short: Ray's socket paths are limited
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     ray.init(address="local", num_cpus=4, include_dashboard=False, _temp_dir=temp_dir,
+             _node_ip_address="127.0.0.1",  # loopback only
              log_to_driver=False, runtime_env={"env_vars": {"COBALT_CONFIG_DIR": str(ROOT / "configs")}})
     yield ray
     ray.shutdown()

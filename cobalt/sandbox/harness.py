@@ -424,6 +424,8 @@ def main():
         out.flush()
 
     source = request["code"]
+    with open(PROGRAM_NAME, "w", encoding="utf-8", errors="surrogatepass") as f:
+        f.write(source)  # only so that error messages can quote source lines, as python3 does
     try:
         program = compile(source, PROGRAM_NAME, "exec", dont_inherit=True)
     except (SyntaxError, ValueError) as exc:  # ValueError: source contains NUL bytes
@@ -431,8 +433,6 @@ def main():
         for index in range(len(request["inputs"])):
             emit(index, "exit", 1, 0.0, b"", message)
         return
-    with open(PROGRAM_NAME, "w", encoding="utf-8", errors="surrogatepass") as f:
-        f.write(source)  # only so that tracebacks can show source lines
     gc.freeze()  # children then do not touch (copy) the harness's objects when they collect
     try:
         run_tests(program, request["inputs"], limits, emit)

@@ -96,7 +96,11 @@ def main() -> None:
                         "or a new local cluster)")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    ray.init(address=args.address or os.environ.get("RAY_ADDRESS") or "local")
+    address = args.address or os.environ.get("RAY_ADDRESS")
+    if address:
+        ray.init(address=address)
+    else:  # a new local cluster listens on loopback only
+        ray.init(address="local", _node_ip_address="127.0.0.1")
     start_evaluator_app(args.config)
     _, opts = load_evaluator_config(args.config)
     log.info("evaluator app %r is up; Ctrl-C to stop", opts.app_name)
