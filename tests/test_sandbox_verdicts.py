@@ -91,7 +91,12 @@ def test_timeout_feedback():
 
 
 def test_sleeping_program_is_stopped_by_the_wall_backstop():
-    result = evaluate("import time\ntime.sleep(60)\n", cases(("", "")))
+    from dataclasses import replace
+
+    from cobalt.sandbox import default_config
+
+    cfg = replace(default_config(), wall_timeout_s=5)
+    result = evaluate("import time\ntime.sleep(60)\n", cases(("", "")), cfg)
     assert result["feedback"] == ["Input:\n\nTimeoutError: Program timed out after 4 seconds."]
 
 
