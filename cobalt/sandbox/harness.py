@@ -188,7 +188,7 @@ def exit_status(exc):
     return 1
 
 
-def run_child(program, fds, workdir, limits):
+def run_child(program, fds, workdir, limits, stdio):
     """In the forked child: wire up stdio, lock down, run the program, exit. Never returns."""
     status = 1
     try:
@@ -199,9 +199,7 @@ def run_child(program, fds, workdir, limits):
         os.closerange(3, MAX_FDS)
         os.environ["OMP_NUM_THREADS"] = "1"
         limit_program(limits)
-        sys.stdin = open(0, "r", encoding="utf-8", errors="surrogateescape", closefd=False)
-        sys.stdout = open(1, "w", encoding="utf-8", errors="surrogateescape", closefd=False)
-        sys.stderr = open(2, "w", encoding="utf-8", errors="backslashreplace", closefd=False)
+        sys.stdin, sys.stdout, sys.stderr = stdio
         sys.argv = [PROGRAM_NAME]
         sys.path[0:0] = [os.path.dirname(workdir)]  # as for `python3 solution.py`
         disable_destructive_functions()
@@ -262,7 +260,7 @@ class Loop:
             self.epoll.unregister(fd)
 
 
-def start_test(index, program, data, limits, loop):
+def start_test(index, program, data, limits, loop, stdio):
     """Fork a child running the program on one input in a fresh directory of its own (removed
     with the whole scratch dir by the launcher)."""
     workdir = os.path.abspath(f"test-{index}")
@@ -272,7 +270,7 @@ def start_test(index, program, data, limits, loop):
     err_r, err_w = os.pipe()
     pid = os.fork()
     if pid == 0:
-        run_child(program, (in_r, out_w, err_w), workdir, limits)
+        run_child(program, (in_r, out_w, err_w), workdir, limits, stdio)
     try:
         os.setpgid(pid, pid)
     except OSError:
@@ -354,16 +352,25 @@ def finish(run, loop, limits, emit, killed_for_time=False):
     emit(run.index, status, rc, cpu, bytes(run.out[run.stdout_fd]), bytes(run.out[run.stderr_fd]))
 
 
+def fresh_stdio():
+    """Text streams on fds 0, 1, 2, made once and unused here: each child inherits pristine copies
+    (its own fds 0-2 are the test's pipes by then), which saves building them per test."""
+    return (open(0, "r", encoding="utf-8", errors="surrogateescape", closefd=False),
+            open(1, "w", encoding="utf-8", errors="surrogateescape", closefd=False),
+            open(2, "w", encoding="utf-8", errors="backslashreplace", closefd=False))
+
+
 def run_tests(program, inputs, limits, emit):
     """Run every input with at most ``limits['concurrency']`` children at once."""
     loop = Loop()
+    stdio = fresh_stdio()
     pending = list(range(len(inputs)))
     pending.reverse()
     running = {}
     while pending or running:
         while pending and len(running) < limits["concurrency"]:
             index = pending.pop()
-            run = start_test(index, program, inputs[index], limits, loop)
+            run = start_test(index, program, inputs[index], limits, loop, stdio)
             running[run.pid] = run
         timeout = max(0.0, min(r.deadline for r in running.values()) - time.monotonic())
         for fd, _ in loop.epoll.poll(timeout):
