@@ -54,7 +54,8 @@ def test_override_formatting_and_lookup():
                                 ["data.train_batch_size=8"], forward_env=True)
     assert override_value(overrides, "trainer.logger") == "[console,tensorboard]"
     assert override_value(overrides, "data.train_batch_size") == "8"  # the user's override comes last
-    assert "+ray_kwargs.ray_init.runtime_env.env_vars.VERL_PLATFORM=cpu" in overrides
+    assert "+ray_kwargs.ray_init.runtime_env.env_vars.VERL_PLATFORM='cpu'" in overrides
+    assert "+ray_kwargs.ray_init.runtime_env.env_vars.TOKENIZERS_PARALLELISM='false'" in overrides
 
 
 def test_unknown_profile_keys_are_rejected(tmp_path):
@@ -79,6 +80,8 @@ for name in sys.argv[1:]:
         try:
             cfg = compose(config_name="ppo_trainer",
                           overrides=hydra_overrides(load_profile(name), ["console"], forward_env=True))
+            env_vars = cfg.ray_kwargs.ray_init.runtime_env.env_vars
+            assert all(isinstance(v, str) for v in env_vars.values()), dict(env_vars)
             result[name] = cfg.reward.reward_manager.name
         except Exception as e:
             result[name] = "ERROR " + str(e)[:500]

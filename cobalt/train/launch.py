@@ -28,7 +28,7 @@ from typing import Any
 from cobalt.config import config_dir, load_config
 from cobalt.errors import ConfigError
 
-PROFILE_KEYS = {"description", "extends", "env", "ray", "evaluator_config", "prepare", "overrides"}
+PROFILE_KEYS = {"description", "extends", "env", "forward_env", "ray", "evaluator_config", "prepare", "overrides"}
 
 
 @dataclasses.dataclass
@@ -36,6 +36,7 @@ class Profile:
     name: str
     description: str = ""
     env: dict = dataclasses.field(default_factory=dict)
+    forward_env: list = dataclasses.field(default_factory=list)  # launching-shell variables sent to Ray workers
     ray: dict = dataclasses.field(default_factory=dict)
     evaluator_config: str = "evaluator"
     prepare: dict = dataclasses.field(default_factory=dict)
@@ -82,17 +83,22 @@ def format_value(value: Any) -> str:
     return str(value)
 
 
+def quote(text: str) -> str:
+    """A hydra string literal (so "false" or "1" stay strings, as Ray's env_vars require)."""
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
 def hydra_overrides(profile: Profile, logger: list[str] | None = None, extra: list[str] = (),
                     forward_env: bool = False) -> list[str]:
     """``key=value`` overrides: the profile's, the logger choice, the env forwarded to Ray
-    workers through ``runtime_env`` (when joining a cluster the launcher did not start), then
-    the user's."""
+    workers through ``runtime_env`` (when joining a cluster the launcher did not start: the
+    profile's ``env`` and the ``forward_env`` variables set in this shell), then the user's."""
     overrides = [f"{key}={format_value(value)}" for key, value in profile.overrides.items()]
     if logger:
         overrides.append(f"trainer.logger={format_value(logger)}")
     if forward_env:
-        overrides += [f"+ray_kwargs.ray_init.runtime_env.env_vars.{k}={format_value(str(v))}"
-                      for k, v in profile.env.items()]
+        env = {**{k: os.environ[k] for k in profile.forward_env if k in os.environ}, **profile.env}
+        overrides += [f"+ray_kwargs.ray_init.runtime_env.env_vars.{k}={quote(str(v))}" for k, v in env.items()]
     return overrides + list(extra)
 
 
@@ -165,18 +171,19 @@ class PrivateRayHead:
         self.process = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
 
     def wait_ready(self, timeout_s: float = 120) -> None:
-        import ray
-
+        """Wait until a driver can connect. Probed from a fresh interpreter: Ray reads its auth
+        mode once per process, so this process may not be able to connect itself."""
+        probe = [sys.executable, "-c", f"import ray; ray.init(address={self.address!r}, log_to_driver=False)"]
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 raise RuntimeError(f"ray start exited with {self.process.returncode}; see {self.log.name}")
             try:
-                ray.init(address=self.address, log_to_driver=False)
-                ray.shutdown()
-                return
-            except ConnectionError:
-                time.sleep(2)
+                if subprocess.run(probe, capture_output=True, timeout=60).returncode == 0:
+                    return
+            except subprocess.TimeoutExpired:
+                pass
+            time.sleep(2)
         raise TimeoutError(f"Ray head at {self.address} not ready after {timeout_s:.0f} s")
 
     def stop(self, timeout_s: float = 60) -> None:

@@ -37,10 +37,10 @@ class WarmUpOptions:
     vocab_size: int = 2048
     hidden_size: int = 64
     layers: int = 2
-    max_steps: int = 80
-    target_loss: float = 0.3     # stop early once the mean loss of the last 5 steps is below it
-    lr: float = 5e-3
-    batch_size: int = 16
+    max_steps: int = 400
+    target_loss: float = 0.1     # stop early once the mean loss of the last 5 steps is below it
+    lr: float = 1e-2
+    batch_size: int = 8
     max_prompt_tokens: int = 512  # rows with longer prompts are skipped (set data.max_prompt_length
                                   # to the same value with data.filter_overlong_prompts=True)
     seed: int = 0
