@@ -20,12 +20,15 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import random
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
+
+os.environ.setdefault("RAY_AUTH_MODE", "token")  # Ray 2.60 heads use token auth; read once per process
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -141,12 +144,16 @@ def main(argv=None) -> dict:
         ray.init(address=head.address, log_to_driver=False)
         start_evaluator_app(args.evaluator_config)
         asyncio.run(run_raw(items[:16], args.max_in_flight))  # warm the replicas and the handle
-        times = {"raw": [], "manager": [], "reference": []}
-        for _ in range(args.repeats):
-            times["raw"].append(asyncio.run(run_raw(items, args.max_in_flight)))
-            seconds, scores = asyncio.run(run_manager(batch, args.max_in_flight, reference_sleep=False))
-            times["manager"].append(seconds)
-            times["reference"].append(asyncio.run(run_manager(batch, args.max_in_flight, reference_sleep=True))[0])
+        modes = {"raw": lambda: (asyncio.run(run_raw(items, args.max_in_flight)), None),
+                 "manager": lambda: asyncio.run(run_manager(batch, args.max_in_flight, reference_sleep=False)),
+                 "reference": lambda: asyncio.run(run_manager(batch, args.max_in_flight, reference_sleep=True))}
+        times, order, scores = {mode: [] for mode in modes}, list(modes), []
+        for repeat in range(args.repeats):
+            for mode in order[repeat % 3:] + order[:repeat % 3]:  # rotate: no mode always runs first
+                seconds, result = modes[mode]()
+                times[mode].append(seconds)
+                if mode == "manager":
+                    scores = result
     finally:
         ray.shutdown()
         head.stop()
@@ -156,7 +163,7 @@ def main(argv=None) -> dict:
               "manager_over_raw": best["manager"] / best["raw"],
               "reference_over_manager": best["reference"] / best["manager"],
               "tests_per_second_raw": args.responses * args.tests / best["raw"],
-              "mean_score": float(np.mean(scores))}
+              "mean_score": float(np.mean(scores)) if scores else None}
     print(json.dumps(report, indent=1))
     if args.json:
         Path(args.json).write_text(json.dumps(report, indent=1))
