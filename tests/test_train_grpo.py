@@ -71,27 +71,31 @@ def test_grpo_on_cpu_learns_checkpoints_and_resumes(tmp_path, ray_head):
                               "--data", str(tmp_path / "demo/train.parquet"), "--out", str(tmp_path / "policy"),
                               "--max_prompt_tokens", "320"], tmp_path / "warm.log", timeout=300)
 
-    timings["run_1"] = launch(tmp_path, ray_head.address, "run1")
+    # Three steps, of which at least two must learn: with a tiny policy sampled at temperature 1,
+    # one step's whole batch can occasionally score the same (e.g. every response malformed).
+    timings["run_1"] = launch(tmp_path, ray_head.address, "run1", "trainer.total_training_steps=3")
     first = metrics(tmp_path / "run1.jsonl")
-    assert sorted(first) == [1, 2]
-    for step in (1, 2):
-        m = first[step]
-        # rewards vary within groups, so GRPO advantages and the policy-gradient loss are non-zero
-        assert m["critic/score/max"] > m["critic/score/min"], m
-        assert max(abs(m["critic/advantages/max"]), abs(m["critic/advantages/min"])) > 0, m
-        assert m["actor/pg_loss"] != 0, m
+    assert sorted(first) == [1, 2, 3]
+    learning_steps = [step for step, m in first.items()
+                      # rewards vary within groups, so GRPO advantages and the policy-gradient loss are non-zero
+                      if m["critic/score/max"] > m["critic/score/min"]
+                      and max(abs(m["critic/advantages/max"]), abs(m["critic/advantages/min"])) > 0
+                      and m["actor/pg_loss"] != 0]
+    assert len(learning_steps) >= 2, {step: {k: v for k, v in m.items() if k.startswith(("critic/", "actor/pg"))}
+                                      for step, m in first.items()}
+    for m in first.values():
         # the reward manager's extras reached the logger (cobalt_sync trainer)
         assert 0 <= m["reward/pass_rate/mean"] <= 1 and m["reward/evaluator_failure/count"] == 0, m
     assert any(key.startswith("val-core/code_taco_verified/acc") for key in first[2])  # validation ran
     checkpoint = tmp_path / "ckpt"
-    assert (checkpoint / "latest_checkpointed_iteration.txt").read_text().strip() == "2"
-    assert (checkpoint / "global_step_2" / "actor").is_dir()
-
-    timings["run_2"] = launch(tmp_path, ray_head.address, "run2", "trainer.total_training_steps=3",
-                              "trainer.save_freq=3", "trainer.test_freq=-1")
-    second = metrics(tmp_path / "run2.jsonl")
-    assert sorted(second) == [3], f"the resumed run should continue at step 3, logged {sorted(second)}"
-    assert second[3]["training/global_step"] == 3
     assert (checkpoint / "latest_checkpointed_iteration.txt").read_text().strip() == "3"
+    assert (checkpoint / "global_step_2" / "actor").is_dir()  # save_freq 2, and the last step
+
+    timings["run_2"] = launch(tmp_path, ray_head.address, "run2", "trainer.total_training_steps=4",
+                              "trainer.save_freq=4", "trainer.test_freq=-1")
+    second = metrics(tmp_path / "run2.jsonl")
+    assert sorted(second) == [4], f"the resumed run should continue at step 4, logged {sorted(second)}"
+    assert second[4]["training/global_step"] == 4
+    assert (checkpoint / "latest_checkpointed_iteration.txt").read_text().strip() == "4"
     print(json.dumps({"timings_s": timings, "step_1": {k: first[1][k] for k in sorted(first[1])
                                                        if k.startswith(("critic/", "actor/pg", "reward/"))}}))
