@@ -31,7 +31,8 @@ class ServeConfig:
     num_replicas: int = 2
     num_cpus: float = 1
     memory_gb: float = 2
-    max_ongoing_requests: int = 4
+    max_ongoing_requests: int = 32
+    sandboxes_per_replica: int = 4
     max_queued_requests: int = -1
     route_prefix: str | None = None
 
@@ -46,10 +47,12 @@ def load_evaluator_config(name: str | None = None) -> tuple[SandboxConfig, Serve
 class Evaluator:
     """One replica: runs requests ``{"code", "test_cases"}`` in the sandbox, several at once."""
 
-    def __init__(self, sandbox: dict, max_ongoing_requests: int):
+    def __init__(self, sandbox: dict, sandboxes: int):
         self.cfg = SandboxConfig(**sandbox)
         get_backend(self.cfg)  # fail at start-up, loudly, if no sandbox works on this node
-        self.pool = ThreadPoolExecutor(max_workers=max_ongoing_requests, thread_name_prefix="sandbox")
+        # Requests beyond `sandboxes` wait here, inside the replica, rather than in Serve's router
+        # (whose retry back-off left replicas idle under a burst).
+        self.pool = ThreadPoolExecutor(max_workers=sandboxes, thread_name_prefix="sandbox")
 
     async def __call__(self, request) -> dict:
         if not isinstance(request, dict) or "code" not in request or "test_cases" not in request:
@@ -72,7 +75,7 @@ def build_app(config_name: str | None = None):
         max_queued_requests=opts.max_queued_requests,
         ray_actor_options={"num_cpus": opts.num_cpus, "memory": int(opts.memory_gb * (1 << 30))},
     )
-    return deployment.bind(dataclasses.asdict(sandbox), opts.max_ongoing_requests)
+    return deployment.bind(dataclasses.asdict(sandbox), opts.sandboxes_per_replica)
 
 
 def start_evaluator_app(config_name: str | None = None):
