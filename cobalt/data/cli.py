@@ -45,3 +45,18 @@ def run(main: Callable[[], None]) -> None:
     except (DataError, ConfigError, OSError) as e:  # OSError: existing output, tokenizer not found
         print(f"error: {e}", file=sys.stderr)
         sys.exit(2)
+
+
+def verl_preproc(description: str, multi_turn: bool) -> None:
+    """The two ``preproc/verl_preproc_*.py`` command lines: JSONL → train/test parquet."""
+    from cobalt.data.verl_rows import convert
+
+    p = argparse.ArgumentParser(description=description)
+    p.add_argument("--local_dir", required=True, help="the save directory for the parquet files")
+    p.add_argument("--train_data_file", default="data/taco_verified_filtered_train.jsonl")
+    p.add_argument("--val_data_file", default="data/taco_verified_filtered_dev.jsonl")
+    add_overwrite(p)
+    args = p.parse_args()
+    counts = convert(args.train_data_file, args.val_data_file, args.local_dir,
+                     multi_turn=multi_turn, overwrite=args.overwrite)
+    print(f"wrote {counts['train']} train and {counts['test']} test rows to {args.local_dir}")
