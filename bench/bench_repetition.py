@@ -1,6 +1,6 @@
 """``has_repetitive_pattern`` on a long non-repetitive response versus the reference's regex loop.
 
-    .venv/bin/python bench/bench_repetition.py [--chars 24000]
+.venv/bin/python bench/bench_repetition.py [--chars 24000]
 """
 
 from __future__ import annotations
@@ -13,11 +13,57 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from cobalt.reward.repetition import has_repetitive_pattern, naive_has_repetitive_pattern  # noqa: E402
+from cobalt.reward.repetition import has_repetitive_pattern, naive_has_repetitive_pattern
 
-WORDS = ("the program reads n then loops over the array and keeps a running maximum wait "
-         "however we must check the edge case when n equals one so let me verify with an example "
-         "def solve return print input split map int range len sorted dp prefix sum").split()
+WORDS = [
+    "the",
+    "program",
+    "reads",
+    "n",
+    "then",
+    "loops",
+    "over",
+    "the",
+    "array",
+    "and",
+    "keeps",
+    "a",
+    "running",
+    "maximum",
+    "wait",
+    "however",
+    "we",
+    "must",
+    "check",
+    "the",
+    "edge",
+    "case",
+    "when",
+    "n",
+    "equals",
+    "one",
+    "so",
+    "let",
+    "me",
+    "verify",
+    "with",
+    "an",
+    "example",
+    "def",
+    "solve",
+    "return",
+    "print",
+    "input",
+    "split",
+    "map",
+    "int",
+    "range",
+    "len",
+    "sorted",
+    "dp",
+    "prefix",
+    "sum",
+]
 
 
 def response(chars: int, seed: int = 0) -> str:
@@ -41,7 +87,9 @@ def best_of(fn, text: str, repeat: int) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--chars", type=int, default=24000)
     args = parser.parse_args()
     text = response(args.chars)

@@ -50,8 +50,11 @@ def workload(n_responses: int, n_tests: int, seed: int = 0) -> list[dict]:
 
     rng = random.Random(seed)
     items = []
-    problems = [p for p in load_problems()
-                if len(p["public_tests"]["inputs"]) + len(p["hidden_tests"]["inputs"]) >= n_tests]
+    problems = [
+        p
+        for p in load_problems()
+        if len(p["public_tests"]["inputs"]) + len(p["hidden_tests"]["inputs"]) >= n_tests
+    ]
     for problem in problems:
         inputs = problem["public_tests"]["inputs"] + problem["hidden_tests"]["inputs"]
         outputs = problem["public_tests"]["outputs"] + problem["hidden_tests"]["outputs"]
@@ -71,17 +74,26 @@ def data_proto(items: list[dict], tokenizer: ByteTokenizer):
     responses = torch.zeros((len(items), width), dtype=torch.long)
     mask = torch.zeros((len(items), width), dtype=torch.long)
     for row, ids in enumerate(encoded):
-        responses[row, :len(ids)] = torch.tensor(ids)
-        mask[row, :len(ids)] = 1
+        responses[row, : len(ids)] = torch.tensor(ids)
+        mask[row, : len(ids)] = 1
     prompts = torch.ones((len(items), 4), dtype=torch.long)
     return DataProto.from_dict(
-        tensors={"prompts": prompts, "responses": responses,
-                 "attention_mask": torch.cat([torch.ones_like(prompts), mask], dim=1)},
-        non_tensors={"data_source": np.array(["code_taco_verified"] * len(items), dtype=object),
-                     "reward_model": np.array([{"style": "rule", "ground_truth": it["tests"]} for it in items],
-                                              dtype=object),
-                     "extra_info": np.array([{"split": "train", "index": i, "prev_best_pass_rate": 0.0}
-                                             for i in range(len(items))], dtype=object)})
+        tensors={
+            "prompts": prompts,
+            "responses": responses,
+            "attention_mask": torch.cat([torch.ones_like(prompts), mask], dim=1),
+        },
+        non_tensors={
+            "data_source": np.array(["code_taco_verified"] * len(items), dtype=object),
+            "reward_model": np.array(
+                [{"style": "rule", "ground_truth": it["tests"]} for it in items], dtype=object
+            ),
+            "extra_info": np.array(
+                [{"split": "train", "index": i, "prev_best_pass_rate": 0.0} for i in range(len(items))],
+                dtype=object,
+            ),
+        },
+    )
 
 
 async def run_raw(items: list[dict], max_in_flight: int) -> float:
@@ -108,9 +120,17 @@ def manager(max_in_flight: int, reference_sleep: bool):
         await asyncio.sleep(random.uniform(0.1, 2.1))  # the reference's load spreading (quirk)
         return await score_details(**kwargs)
 
-    config = OmegaConf.create({"reward": {"num_workers": 1, "reward_kwargs": {"cobalt": {
-        "max_in_flight": max_in_flight, "print_examples": False}}}})
-    return CobaltRewardManager(config, ByteTokenizer(), with_reference_sleep if reference_sleep else score_details)
+    config = OmegaConf.create(
+        {
+            "reward": {
+                "num_workers": 1,
+                "reward_kwargs": {"cobalt": {"max_in_flight": max_in_flight, "print_examples": False}},
+            }
+        }
+    )
+    return CobaltRewardManager(
+        config, ByteTokenizer(), with_reference_sleep if reference_sleep else score_details
+    )
 
 
 async def run_manager(batch, max_in_flight: int, reference_sleep: bool) -> tuple[float, list[float]]:
@@ -144,12 +164,14 @@ def main(argv=None) -> dict:
         ray.init(address=head.address, log_to_driver=False)
         start_evaluator_app(args.evaluator_config)
         asyncio.run(run_raw(items[:16], args.max_in_flight))  # warm the replicas and the handle
-        modes = {"raw": lambda: (asyncio.run(run_raw(items, args.max_in_flight)), None),
-                 "manager": lambda: asyncio.run(run_manager(batch, args.max_in_flight, reference_sleep=False)),
-                 "reference": lambda: asyncio.run(run_manager(batch, args.max_in_flight, reference_sleep=True))}
+        modes = {
+            "raw": lambda: (asyncio.run(run_raw(items, args.max_in_flight)), None),
+            "manager": lambda: asyncio.run(run_manager(batch, args.max_in_flight, reference_sleep=False)),
+            "reference": lambda: asyncio.run(run_manager(batch, args.max_in_flight, reference_sleep=True)),
+        }
         times, order, scores = {mode: [] for mode in modes}, list(modes), []
         for repeat in range(args.repeats):
-            for mode in order[repeat % 3:] + order[:repeat % 3]:  # rotate: no mode always runs first
+            for mode in order[repeat % 3 :] + order[: repeat % 3]:  # rotate: no mode always runs first
                 seconds, result = modes[mode]()
                 times[mode].append(seconds)
                 if mode == "manager":
@@ -158,12 +180,17 @@ def main(argv=None) -> dict:
         ray.shutdown()
         head.stop()
     best = {mode: min(values) for mode, values in times.items()}
-    report = {"responses": args.responses, "tests_per_response": args.tests, "max_in_flight": args.max_in_flight,
-              "evaluator_replicas": serve_cfg.num_replicas, "seconds": best,
-              "manager_over_raw": best["manager"] / best["raw"],
-              "reference_over_manager": best["reference"] / best["manager"],
-              "tests_per_second_raw": args.responses * args.tests / best["raw"],
-              "mean_score": float(np.mean(scores)) if scores else None}
+    report = {
+        "responses": args.responses,
+        "tests_per_response": args.tests,
+        "max_in_flight": args.max_in_flight,
+        "evaluator_replicas": serve_cfg.num_replicas,
+        "seconds": best,
+        "manager_over_raw": best["manager"] / best["raw"],
+        "reference_over_manager": best["reference"] / best["manager"],
+        "tests_per_second_raw": args.responses * args.tests / best["raw"],
+        "mean_score": float(np.mean(scores)) if scores else None,
+    }
     print(json.dumps(report, indent=1))
     if args.json:
         Path(args.json).write_text(json.dumps(report, indent=1))

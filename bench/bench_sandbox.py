@@ -26,10 +26,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from cobalt.data.embedded import all_tests, load_problems  # noqa: E402
-from cobalt.sandbox import evaluate  # noqa: E402
-from cobalt.sandbox.runner import get_backend  # noqa: E402
-from cobalt.sandbox.config import default_config  # noqa: E402
+from cobalt.data.embedded import all_tests, load_problems
+from cobalt.sandbox import evaluate
+from cobalt.sandbox.config import default_config
+from cobalt.sandbox.runner import get_backend
 
 PYTHON = "/usr/bin/python3"
 
@@ -52,9 +52,28 @@ for _name in ("ipdb", "joblib", "resource", "psutil", "tkinter"):
 
 
 def reference_command(prog: str, scratch: str) -> list[str]:
-    return ["bwrap", "--ro-bind", "/", "/", "--dev-bind", "/dev", "/dev", "--bind", scratch, scratch,
-            "--unshare-all", "--new-session", "--die-with-parent", "--proc", "/proc",
-            "--chdir", scratch, PYTHON, "-S", prog]
+    return [
+        "bwrap",
+        "--ro-bind",
+        "/",
+        "/",
+        "--dev-bind",
+        "/dev",
+        "/dev",
+        "--bind",
+        scratch,
+        scratch,
+        "--unshare-all",
+        "--new-session",
+        "--die-with-parent",
+        "--proc",
+        "/proc",
+        "--chdir",
+        scratch,
+        PYTHON,
+        "-S",
+        prog,
+    ]
 
 
 def run_per_test(code: str, tests: dict, sandboxed: bool, guard: bool) -> list[bool]:
@@ -92,20 +111,29 @@ def measure(name: str, job, workload, workers: int) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--programs", type=int, default=51, help="how many embedded problems (default all)")
     parser.add_argument("--workers", type=int, default=2, help="requests evaluated at once")
-    parser.add_argument("--bare-reference", action="store_true",
-                        help="run the reference scheme without its in-process guard (a lower bound)")
+    parser.add_argument(
+        "--bare-reference",
+        action="store_true",
+        help="run the reference scheme without its in-process guard (a lower bound)",
+    )
     args = parser.parse_args()
     if shutil.which("bwrap") is None:
         sys.exit("bwrap is not installed: run scripts/setup.sh")
     cfg = default_config()
     get_backend(cfg)  # probe once, outside the timing
     workload = [(p["solutions"][0], all_tests(p)) for p in load_problems()[: args.programs]]
-    print(f"workload: {len(workload)} programs, {sum(len(t['inputs']) for _, t in workload)} tests, "
-          f"{args.workers} requests at once")
-    ours = measure("cobalt", lambda code, tests: evaluate(code, tests, cfg)["passing"], workload, args.workers)
+    print(
+        f"workload: {len(workload)} programs, {sum(len(t['inputs']) for _, t in workload)} tests, "
+        f"{args.workers} requests at once"
+    )
+    ours = measure(
+        "cobalt", lambda code, tests: evaluate(code, tests, cfg)["passing"], workload, args.workers
+    )
     guard = not args.bare_reference
     reference = measure("reference", lambda c, t: run_per_test(c, t, True, guard), workload, args.workers)
     bare = measure("unsandboxed", lambda c, t: run_per_test(c, t, False, False), workload, args.workers)

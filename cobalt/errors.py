@@ -6,8 +6,9 @@ from __future__ import annotations
 class DataError(ValueError):
     """Bad input data. The message names where it came from: ``file:line: field: problem``."""
 
-    def __init__(self, problem: str, *, path: object = None, line: int | None = None,
-                 field: str | None = None):
+    def __init__(
+        self, problem: str, *, path: object = None, line: int | None = None, field: str | None = None
+    ):
         self.path, self.line, self.field, self.problem = path, line, field, problem
         where = ""
         if path is not None:

@@ -12,8 +12,9 @@ import contextlib
 import json
 import os
 import tempfile
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 from cobalt.errors import DataError
 
@@ -31,11 +32,13 @@ def read_jsonl(path: str | os.PathLike, required: Iterable[str] = ()) -> Iterato
             try:
                 record = json.loads(line)
             except json.JSONDecodeError as e:
-                raise DataError(f"invalid JSON ({e.msg} at column {e.colno})", path=path,
-                                line=lineno) from None
+                raise DataError(
+                    f"invalid JSON ({e.msg} at column {e.colno})", path=path, line=lineno
+                ) from None
             if not isinstance(record, dict):
-                raise DataError(f"expected a JSON object, got {type(record).__name__}",
-                                path=path, line=lineno)
+                raise DataError(
+                    f"expected a JSON object, got {type(record).__name__}", path=path, line=lineno
+                )
             for field in required:
                 if field not in record:
                     raise DataError("missing", path=path, line=lineno, field=field)
@@ -73,8 +76,9 @@ def done_ids(path: str | os.PathLike, key: str = "id") -> set:
         except (json.JSONDecodeError, KeyError, TypeError):
             if lineno == len(lines):
                 continue
-            raise DataError(f"cannot resume: unreadable record (no {key!r})", path=path,
-                            line=lineno) from None
+            raise DataError(
+                f"cannot resume: unreadable record (no {key!r})", path=path, line=lineno
+            ) from None
     return ids
 
 
@@ -99,15 +103,13 @@ def atomic_output(path: str | os.PathLike, overwrite: bool = False) -> Iterator[
             os.unlink(tmp)
 
 
-def write_jsonl(path: str | os.PathLike, records: Iterable[dict[str, Any]],
-                overwrite: bool = False) -> int:
+def write_jsonl(path: str | os.PathLike, records: Iterable[dict[str, Any]], overwrite: bool = False) -> int:
     """Write all records atomically; returns how many were written."""
     count = 0
-    with atomic_output(path, overwrite=overwrite) as tmp:
-        with open(tmp, "w", encoding="utf-8") as f:
-            for record in records:
-                f.write(json.dumps(record, ensure_ascii=False) + "\n")
-                count += 1
-            f.flush()
-            os.fsync(f.fileno())
+    with atomic_output(path, overwrite=overwrite) as tmp, open(tmp, "w", encoding="utf-8") as f:
+        for record in records:
+            f.write(json.dumps(record, ensure_ascii=False) + "\n")
+            count += 1
+        f.flush()
+        os.fsync(f.fileno())
     return count

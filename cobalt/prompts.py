@@ -38,8 +38,10 @@ _ALL_PASSED = (
     "single ```python code block; otherwise, give the same program again."
 )
 
-NO_CODE_BLOCK = ("No code block could be extracted from your response. Give your complete program "
-                 "in a single ```python code block.")
+NO_CODE_BLOCK = (
+    "No code block could be extracted from your response. Give your complete program "
+    "in a single ```python code block."
+)
 
 
 def build_instruction(question: str, fn_name: str | None = None) -> str:

@@ -13,8 +13,12 @@ def parse_args():
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--input_file", default="test6.jsonl", help="LiveCodeBench test6.jsonl (local)")
     p.add_argument("--output_file", default="data/lcb_v6.jsonl")
-    p.add_argument("--max_hidden", type=int, default=livecodebench.MAX_HIDDEN,
-                   help="over this many hidden tests keep the 4 shortest and 16 longest (0: keep all)")
+    p.add_argument(
+        "--max_hidden",
+        type=int,
+        default=livecodebench.MAX_HIDDEN,
+        help="over this many hidden tests keep the 4 shortest and 16 longest (0: keep all)",
+    )
     cli.add_overwrite(p)
     return p.parse_args()
 
@@ -22,9 +26,10 @@ def parse_args():
 def main():
     args = parse_args()
     cli.refuse_existing([args.output_file], args.overwrite)
-    records = [livecodebench.convert_record(raw, path=args.input_file, line=line,
-                                            max_hidden=args.max_hidden)
-               for line, raw in tqdm(iter_local(args.input_file), desc="decoding LiveCodeBench")]
+    records = [
+        livecodebench.convert_record(raw, path=args.input_file, line=line, max_hidden=args.max_hidden)
+        for line, raw in tqdm(iter_local(args.input_file), desc="decoding LiveCodeBench")
+    ]
     n = write_jsonl(args.output_file, records, args.overwrite)
     print(f"Processed {n} problems → {args.output_file}")
 

@@ -7,21 +7,36 @@ from cobalt.data import cli, taco
 from cobalt.data.sources import iter_records
 from cobalt.jsonl import write_jsonl
 
-OUTPUT_NAMES = {"all": "taco_verified_filtered.jsonl", "train": "taco_verified_filtered_train.jsonl",
-                "dev": "taco_verified_filtered_dev.jsonl"}
+OUTPUT_NAMES = {
+    "all": "taco_verified_filtered.jsonl",
+    "train": "taco_verified_filtered_train.jsonl",
+    "dev": "taco_verified_filtered_dev.jsonl",
+}
 
 
 def parse_args():
     p = argparse.ArgumentParser(description=__doc__)
-    p.add_argument("--input_file", default="likaixin/TACO-verified",
-                   help="a local JSONL/parquet file, or a dataset name on the hub (needs network)")
+    p.add_argument(
+        "--input_file",
+        default="likaixin/TACO-verified",
+        help="a local JSONL/parquet file, or a dataset name on the hub (needs network)",
+    )
     p.add_argument("--split", default="train", help="hub split to read")
     p.add_argument("--output_dir", default="data", help="where the three JSONL files are written")
-    p.add_argument("--drop-unsolved", "--drop_unsolved", dest="drop_unsolved", action="store_true",
-                   help="drop problems that no reference solution passes (the reference keeps them)")
+    p.add_argument(
+        "--drop-unsolved",
+        "--drop_unsolved",
+        dest="drop_unsolved",
+        action="store_true",
+        help="drop problems that no reference solution passes (the reference keeps them)",
+    )
     p.add_argument("--dev_ratio", type=float, default=0.1, help="fraction of problems for dev")
-    p.add_argument("--num_public", type=int, default=taco.NUM_PUBLIC,
-                   help="the first N selected tests become public_test_cases, the rest hidden")
+    p.add_argument(
+        "--num_public",
+        type=int,
+        default=taco.NUM_PUBLIC,
+        help="the first N selected tests become public_test_cases, the rest hidden",
+    )
     p.add_argument("--seed", type=int, default=42)
     cli.add_evaluator(p, allow_none=True)
     cli.add_overwrite(p)
@@ -37,8 +52,14 @@ def main():
     cli.refuse_existing(outputs.values(), args.overwrite)
     records = iter_records(args.input_file, split=args.split)
     problems, train, dev, summary = taco.preprocess_taco(
-        records, evaluator=cli.make_evaluator(args.evaluator), drop_unsolved=args.drop_unsolved,
-        seed=args.seed, dev_ratio=args.dev_ratio, path=args.input_file, num_public=args.num_public)
+        records,
+        evaluator=cli.make_evaluator(args.evaluator),
+        drop_unsolved=args.drop_unsolved,
+        seed=args.seed,
+        dev_ratio=args.dev_ratio,
+        path=args.input_file,
+        num_public=args.num_public,
+    )
     write_jsonl(outputs["all"], problems, args.overwrite)
     write_jsonl(outputs["train"], train, args.overwrite)
     write_jsonl(outputs["dev"], dev, args.overwrite)

@@ -12,8 +12,9 @@ def parse_args():
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--input_file", "-i", required=True, help="problems with public_test_cases")
     p.add_argument("--output_file", "-o", required=True)
-    p.add_argument("--seed", type=int, default=42,
-                   help="shuffle seed (the reference does not seed its shuffle)")
+    p.add_argument(
+        "--seed", type=int, default=42, help="shuffle seed (the reference does not seed its shuffle)"
+    )
     cli.add_overwrite(p)
     return p.parse_args()
 
@@ -21,11 +22,12 @@ def parse_args():
 def main():
     args = parse_args()
     cli.refuse_existing([args.output_file], args.overwrite)
-    records, skipped = perturb_records(iter_local(args.input_file), seed=args.seed,
-                                       path=args.input_file)
+    records, skipped = perturb_records(iter_local(args.input_file), seed=args.seed, path=args.input_file)
     write_jsonl(args.output_file, records, args.overwrite)
-    print(f"perturbed {len(records)} problems, skipped {skipped} with fewer than 2 distinct "
-          f"public outputs → {args.output_file}")
+    print(
+        f"perturbed {len(records)} problems, skipped {skipped} with fewer than 2 distinct "
+        f"public outputs → {args.output_file}"
+    )
 
 
 if __name__ == "__main__":

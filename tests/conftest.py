@@ -21,9 +21,15 @@ def ray_cluster():
     ray = pytest.importorskip("ray")
     temp_dir = tempfile.mkdtemp(prefix="rt", dir="/tmp")  # short: Ray's socket paths are limited
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-    ray.init(address="local", num_cpus=4, include_dashboard=False, _temp_dir=temp_dir,
-             _node_ip_address="127.0.0.1",  # loopback only
-             log_to_driver=False, runtime_env={"env_vars": {"COBALT_CONFIG_DIR": str(ROOT / "configs")}})
+    ray.init(
+        address="local",
+        num_cpus=4,
+        include_dashboard=False,
+        _temp_dir=temp_dir,
+        _node_ip_address="127.0.0.1",  # loopback only
+        log_to_driver=False,
+        runtime_env={"env_vars": {"COBALT_CONFIG_DIR": str(ROOT / "configs")}},
+    )
     yield ray
     ray.shutdown()
     shutil.rmtree(temp_dir, ignore_errors=True)
@@ -39,3 +45,11 @@ def evaluator_app(ray_cluster):
     handle = start_evaluator_app("evaluator")
     yield handle
     serve.shutdown()
+
+
+@pytest.fixture(scope="session")
+def tiny_tokenizer_dir(tmp_path_factory):
+    """A small byte-level BPE tokenizer with a ChatML template, built offline."""
+    from cobalt.data.tokens import build_tiny_tokenizer
+
+    return build_tiny_tokenizer(tmp_path_factory.mktemp("tiny_tokenizer"))

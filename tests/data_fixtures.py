@@ -4,22 +4,13 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
 from cobalt.prompts import ALL_PUBLIC_PASSED_MARKER, SYSTEM_PROMPT
 
 
-@pytest.fixture(scope="session")
-def tiny_tokenizer_dir(tmp_path_factory):
-    """A small byte-level BPE tokenizer with a ChatML template, built offline."""
-    from cobalt.data.tokens import build_tiny_tokenizer
-
-    return build_tiny_tokenizer(tmp_path_factory.mktemp("tiny_tokenizer"))
-
-
 def tests_json(n: int, prefix: str = "") -> str:
-    return json.dumps({"inputs": [f"{prefix}{i}" for i in range(n)],
-                       "outputs": [f"{prefix}{2 * i}" for i in range(n)]})
+    return json.dumps(
+        {"inputs": [f"{prefix}{i}" for i in range(n)], "outputs": [f"{prefix}{2 * i}" for i in range(n)]}
+    )
 
 
 def result(passing: list[bool]) -> dict:
@@ -32,17 +23,25 @@ def conversation(k: int, n_turns: int, passed_public: list[bool] | None = None) 
     ``passed_public[t]`` puts the all-public-passed marker in the feedback after turn ``t``.
     """
     passed_public = passed_public or [False] * n_turns
-    conv = [{"role": "system", "content": SYSTEM_PROMPT},
-            {"role": "user", "content": "Solve the problem."}]
+    conv = [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": "Solve the problem."}]
     for t in range(n_turns):
         conv.append({"role": "assistant", "content": f"conv {k} turn {t}\n```python\nprint({t})\n```"})
-        text = ALL_PUBLIC_PASSED_MARKER + "." if passed_public[t] else f"Your code failed (conv {k} turn {t})."
+        text = (
+            ALL_PUBLIC_PASSED_MARKER + "." if passed_public[t] else f"Your code failed (conv {k} turn {t})."
+        )
         conv.append({"role": "user", "content": text})
     return conv
 
 
-def trajectory(pid, rates: list[list[float]], *, n_tests: int = 10, turn0_pass: bool | list = False,
-               markers: list[list[bool]] | None = None, public_rates=None) -> dict:
+def trajectory(
+    pid,
+    rates: list[list[float]],
+    *,
+    n_tests: int = 10,
+    turn0_pass: bool | list = False,
+    markers: list[list[bool]] | None = None,
+    public_rates=None,
+) -> dict:
     """A valid trajectory record with ``rates`` as both hidden and public pass rates (so the
     combined rate equals ``rates``)."""
     k, n_turns = len(rates), len(rates[0])

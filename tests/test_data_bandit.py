@@ -7,14 +7,14 @@ import random
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from data_fixtures import trajectory
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from cobalt.data.bandit import (BanditOptions, build_bandit_prompts, combined_pass_rates,
-                                max_variance_subset)
-from data_fixtures import tiny_tokenizer_dir, trajectory  # noqa: F401 (fixture)
+from cobalt.data.bandit import BanditOptions, build_bandit_prompts, combined_pass_rates, max_variance_subset
 
 
-def count_messages(messages):          # a stand-in tokenizer: 1 token per message
+def count_messages(messages):  # a stand-in tokenizer: 1 token per message
     return len(messages)
 
 
@@ -39,7 +39,7 @@ def test_one_failing_turn0_sample_keeps_the_problem():
 
 
 def test_turn0_prompt_always_emitted_with_zero_prev_best():
-    rec = trajectory("a", [[0.0, 0.0, 0.0]] * 16)    # no candidate conversation at all
+    rec = trajectory("a", [[0.0, 0.0, 0.0]] * 16)  # no candidate conversation at all
     prompts, counts = build([rec])
     assert len(prompts) == 1 and counts.kept == 0
     assert prompts[0]["conversation"] == rec["conversations"][0][:2]
@@ -55,8 +55,9 @@ def test_combined_pass_rate_assumes_four_public_tests():
 
 def test_combined_rate_used_for_prev_best_and_actual_count_flag():
     # hidden 0.5 / public 1.0 at turn 0 → combined 0.7 with 10 tests and the assumed 4 public.
-    rec = trajectory("a", [[0.5, 0.5, 1.0]] + [[0.0] * 3] * 15,
-                     public_rates=[[1.0, 1.0, 1.0]] + [[0.0] * 3] * 15)
+    rec = trajectory(
+        "a", [[0.5, 0.5, 1.0]] + [[0.0] * 3] * 15, public_rates=[[1.0, 1.0, 1.0]] + [[0.0] * 3] * 15
+    )
     prompts, _ = build([rec])
     cut4 = by_length(prompts, "a")[1]
     assert len(cut4["conversation"]) == 4 and cut4["prev_best_pass_rate"] == pytest.approx(0.7)
@@ -67,7 +68,7 @@ def test_combined_rate_used_for_prev_best_and_actual_count_flag():
 
 # --- step 4: candidates ------------------------------------------------------------------------
 def test_training_candidates_need_a_fully_passing_turn():
-    rates = [[0.0, 0.5, 0.9]] + [[0.0] * 3] * 15      # spread > 0 but max < 1
+    rates = [[0.0, 0.5, 0.9]] + [[0.0] * 3] * 15  # spread > 0 but max < 1
     prompts, counts = build([trajectory("a", rates)])
     assert len(prompts) == 1 and counts.kept == 0
     prompts, counts = build([trajectory("a", rates)], is_test=True)
@@ -77,16 +78,16 @@ def test_training_candidates_need_a_fully_passing_turn():
 # --- step 5: test mode -------------------------------------------------------------------------
 def test_is_test_keeps_lowest_spread_conversation_cut_to_8_messages():
     rates = [[0.0] * 9 for _ in range(16)]
-    rates[3] = [0.0, 0.9, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]     # spread 0.9
-    rates[7] = [0.2, 0.4, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 1.0]     # spread 0.8: the lowest
-    rates[9] = [0.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0]     # spread 1.0
+    rates[3] = [0.0, 0.9, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]  # spread 0.9
+    rates[7] = [0.2, 0.4, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 1.0]  # spread 0.8: the lowest
+    rates[9] = [0.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0]  # spread 1.0
     rec = trajectory("t", rates)
     assert len(rec["conversations"][7]) == 20
-    prompts, counts = build([rec], is_test=True)
+    prompts, _counts = build([rec], is_test=True)
     cuts = by_length(prompts, "t")
     assert [len(p["conversation"]) for p in cuts] == [2, 4, 6, 8]
     for p in cuts[1:]:
-        assert p["conversation"] == rec["conversations"][7][:len(p["conversation"])]
+        assert p["conversation"] == rec["conversations"][7][: len(p["conversation"])]
     assert [p["prev_best_pass_rate"] for p in cuts[1:]] == pytest.approx([0.2, 0.4, 0.5])
 
 
@@ -121,8 +122,13 @@ def test_training_mode_emits_for_the_down_sampled_conversations():
     rates = [[1.0 - s, 1.0 - s, 1.0] for s in spreads] + [[0.0] * 3] * 10
     prompts, counts = build([trajectory("a", rates)])
     rec = trajectory("a", rates)
-    used = {next(i for i, c in enumerate(rec["conversations"]) if c[:len(p["conversation"])] == p["conversation"])
-            for p in prompts if len(p["conversation"]) > 2}
+    used = {
+        next(
+            i for i, c in enumerate(rec["conversations"]) if c[: len(p["conversation"])] == p["conversation"]
+        )
+        for p in prompts
+        if len(p["conversation"]) > 2
+    }
     assert used == {0, 1, 2, 5} and counts.kept == 1
 
 
@@ -197,14 +203,18 @@ def test_shuffle_is_seeded_and_counts_match():
 
 # --- properties --------------------------------------------------------------------------------
 RATE = st.sampled_from([0.0, 0.25, 0.5, 0.75, 1.0])
-PROBLEM = st.tuples(st.lists(st.lists(RATE, min_size=3, max_size=3), min_size=16, max_size=16),
-                    st.lists(st.booleans(), min_size=16, max_size=16),
-                    st.lists(st.lists(st.booleans(), min_size=3, max_size=3), min_size=16, max_size=16))
+PROBLEM = st.tuples(
+    st.lists(st.lists(RATE, min_size=3, max_size=3), min_size=16, max_size=16),
+    st.lists(st.booleans(), min_size=16, max_size=16),
+    st.lists(st.lists(st.booleans(), min_size=3, max_size=3), min_size=16, max_size=16),
+)
 
 
 def records_from(problems):
-    return [trajectory(f"p{i}", rates, turn0_pass=flags, markers=marks)
-            for i, (rates, flags, marks) in enumerate(problems)]
+    return [
+        trajectory(f"p{i}", rates, turn0_pass=flags, markers=marks)
+        for i, (rates, flags, marks) in enumerate(problems)
+    ]
 
 
 @settings(max_examples=60, deadline=None)
@@ -226,13 +236,13 @@ def test_properties_of_bandit_prompts(problems, is_test):
         keys = set()
         for p in mine:
             conv = p["conversation"]
-            k = next(i for i, c in enumerate(rec["conversations"]) if c[:len(conv)] == conv)
+            k = next(i for i, c in enumerate(rec["conversations"]) if c[: len(conv)] == conv)
             keys.add((k, len(conv)))
             if len(conv) > 2:
                 assert max(rates[k]) - min(rates[k]) > 0
-                assert p["prev_best_pass_rate"] == pytest.approx(max(rates[k][:(len(conv) - 2) // 2]))
+                assert p["prev_best_pass_rate"] == pytest.approx(max(rates[k][: (len(conv) - 2) // 2]))
                 assert is_test or max(rates[k]) == 1.0
-        assert len(keys) == len(mine)      # no prompt duplicated
+        assert len(keys) == len(mine)  # no prompt duplicated
     assert counts.skipped == sum(all(f) for _, f, _ in problems)
 
 

@@ -10,12 +10,11 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
+from test_data_verl import load_with_verl
 
 from cobalt.data.demo import build_demo
 from cobalt.data.synthetic import SyntheticOptions
 from cobalt.jsonl import load_jsonl
-from data_fixtures import tiny_tokenizer_dir  # noqa: F401 (fixture)
-from test_data_verl import load_with_verl
 
 ROOT = Path(__file__).resolve().parents[1]
 LIMIT = 8
@@ -24,8 +23,13 @@ LIMIT = 8
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory, tiny_tokenizer_dir):
     out = tmp_path_factory.mktemp("demo")
-    counts = build_demo(out, model_name=tiny_tokenizer_dir, limit=LIMIT, dev_ratio=0.25,
-                        synthetic=SyntheticOptions(num_samples=16, num_turns=2, seed=3))
+    counts = build_demo(
+        out,
+        model_name=tiny_tokenizer_dir,
+        limit=LIMIT,
+        dev_ratio=0.25,
+        synthetic=SyntheticOptions(num_samples=16, num_turns=2, seed=3),
+    )
     return out, counts
 
 
@@ -51,7 +55,7 @@ def test_chain_prompts_match_their_trajectories(demo):
     for prompt in load_jsonl(out / "bandit/train.jsonl"):
         traj = trajectories[prompt["example_id"]]
         conv = prompt["conversation"]
-        assert any(c[:len(conv)] == conv for c in traj["conversations"])
+        assert any(c[: len(conv)] == conv for c in traj["conversations"])
         assert prompt["test_cases"] == traj["test_cases"]
         assert 0.0 <= prompt["prev_best_pass_rate"] <= 1.0
 
@@ -81,10 +85,21 @@ def test_taco_cli_on_the_embedded_raw_file(tmp_path):
 
     write_raw(tmp_path / "raw")
     proc = subprocess.run(
-        [sys.executable, str(ROOT / "preproc/preproc_taco.py"), "--input_file",
-         str(tmp_path / "raw/taco_embedded.jsonl"), "--output_dir", str(tmp_path / "out"),
-         "--evaluator", "local", "--drop-unsolved"],
-        capture_output=True, text=True, timeout=600)
+        [
+            sys.executable,
+            str(ROOT / "preproc/preproc_taco.py"),
+            "--input_file",
+            str(tmp_path / "raw/taco_embedded.jsonl"),
+            "--output_dir",
+            str(tmp_path / "out"),
+            "--evaluator",
+            "local",
+            "--drop-unsolved",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stderr
     n = len(load_problems())
     assert f"read {n} raw problems, kept {n}" in proc.stdout

@@ -8,18 +8,29 @@ import sys
 from pathlib import Path
 
 import pytest
+from data_fixtures import trajectory
 
 from cobalt.jsonl import write_jsonl
-from data_fixtures import tiny_tokenizer_dir, trajectory  # noqa: F401 (fixture)
 
 ROOT = Path(__file__).resolve().parents[1]
-SCRIPTS = ["preproc_taco", "preproc_lcb_test6", "run_perturbation", "process_multi_turn_taco",
-           "verl_preproc_single_turn", "verl_preproc_multi_turn"]
+SCRIPTS = [
+    "preproc_taco",
+    "preproc_lcb_test6",
+    "run_perturbation",
+    "process_multi_turn_taco",
+    "verl_preproc_single_turn",
+    "verl_preproc_multi_turn",
+]
 
 
 def run(script, *args, cwd=None):
-    return subprocess.run([sys.executable, str(ROOT / "preproc" / f"{script}.py"), *map(str, args)],
-                          capture_output=True, text=True, cwd=cwd, timeout=300)
+    return subprocess.run(
+        [sys.executable, str(ROOT / "preproc" / f"{script}.py"), *map(str, args)],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=300,
+    )
 
 
 def leftovers(directory: Path) -> list[str]:
@@ -33,7 +44,9 @@ def test_every_cli_has_help(script):
 
 
 def test_missing_input_file_is_named(tmp_path):
-    proc = run("run_perturbation", "--input_file", tmp_path / "nope.jsonl", "--output_file", tmp_path / "o.jsonl")
+    proc = run(
+        "run_perturbation", "--input_file", tmp_path / "nope.jsonl", "--output_file", tmp_path / "o.jsonl"
+    )
     assert proc.returncode == 2 and "nope.jsonl: file does not exist" in proc.stderr
     assert not (tmp_path / "o.jsonl").exists()
 
@@ -62,19 +75,35 @@ def test_unequal_tests_in_trajectory_are_named(tmp_path, tiny_tokenizer_dir):
     rec = trajectory("a", [[0.0, 0.5, 1.0]] * 16)
     bad = dict(rec, test_cases=json.dumps({"inputs": ["1", "2"], "outputs": ["1"]}))
     write_jsonl(tmp_path / "t.jsonl", [rec, bad])
-    proc = run("process_multi_turn_taco", "-i", tmp_path / "t.jsonl", "-o", tmp_path / "b.jsonl",
-               "--model_name", tiny_tokenizer_dir)
+    proc = run(
+        "process_multi_turn_taco",
+        "-i",
+        tmp_path / "t.jsonl",
+        "-o",
+        tmp_path / "b.jsonl",
+        "--model_name",
+        tiny_tokenizer_dir,
+    )
     assert proc.returncode == 2
     assert "t.jsonl:2: field 'test_cases': 2 inputs but 1 outputs" in proc.stderr
     assert not (tmp_path / "b.jsonl").exists() and leftovers(tmp_path) == []
 
 
 def test_process_multi_turn_prints_counts(tmp_path, tiny_tokenizer_dir):
-    recs = [trajectory("a", [[0.2, 0.6, 1.0]] + [[0.0] * 3] * 15),
-            trajectory("b", [[1.0] * 3] * 16, turn0_pass=True)]
+    recs = [
+        trajectory("a", [[0.2, 0.6, 1.0]] + [[0.0] * 3] * 15),
+        trajectory("b", [[1.0] * 3] * 16, turn0_pass=True),
+    ]
     write_jsonl(tmp_path / "t.jsonl", recs)
-    proc = run("process_multi_turn_taco", "-i", tmp_path / "t.jsonl", "-o", tmp_path / "b.jsonl",
-               "--model_name", tiny_tokenizer_dir)
+    proc = run(
+        "process_multi_turn_taco",
+        "-i",
+        tmp_path / "t.jsonl",
+        "-o",
+        tmp_path / "b.jsonl",
+        "--model_name",
+        tiny_tokenizer_dir,
+    )
     assert proc.returncode == 0, proc.stderr
     assert "Skipped examples: 1" in proc.stdout and "Total conversations extracted: 4" in proc.stdout
     out = [json.loads(line) for line in (tmp_path / "b.jsonl").read_text().splitlines()]
@@ -84,8 +113,15 @@ def test_process_multi_turn_prints_counts(tmp_path, tiny_tokenizer_dir):
 def test_missing_field_in_problem_file_is_named(tmp_path):
     write_jsonl(tmp_path / "tr.jsonl", [{"id": 1, "test_cases": json.dumps({"inputs": [], "outputs": []})}])
     write_jsonl(tmp_path / "te.jsonl", [{"id": 2}])
-    proc = run("verl_preproc_single_turn", "--local_dir", tmp_path / "out",
-               "--train_data_file", tmp_path / "tr.jsonl", "--val_data_file", tmp_path / "te.jsonl")
+    proc = run(
+        "verl_preproc_single_turn",
+        "--local_dir",
+        tmp_path / "out",
+        "--train_data_file",
+        tmp_path / "tr.jsonl",
+        "--val_data_file",
+        tmp_path / "te.jsonl",
+    )
     assert proc.returncode == 2 and "tr.jsonl:1: field 'instruction': missing" in proc.stderr
     assert not (tmp_path / "out").exists() or list((tmp_path / "out").iterdir()) == []
 
@@ -96,12 +132,16 @@ def test_lcb_cli_converts_a_local_file(tmp_path):
     import zlib
 
     private = json.dumps([{"input": "3\n", "output": "6\n"}])
-    raw = {"question_id": "q1", "question_content": "Print 2n.\nSample Input 1\n\n3",
-           "public_test_cases": json.dumps([{"input": "1\n", "output": "2\n"}]),
-           "private_test_cases": base64.b64encode(zlib.compress(pickle.dumps(private))).decode()}
+    raw = {
+        "question_id": "q1",
+        "question_content": "Print 2n.\nSample Input 1\n\n3",
+        "public_test_cases": json.dumps([{"input": "1\n", "output": "2\n"}]),
+        "private_test_cases": base64.b64encode(zlib.compress(pickle.dumps(private))).decode(),
+    }
     write_jsonl(tmp_path / "test6.jsonl", [raw])
-    proc = run("preproc_lcb_test6", "--input_file", tmp_path / "test6.jsonl",
-               "--output_file", tmp_path / "lcb.jsonl")
+    proc = run(
+        "preproc_lcb_test6", "--input_file", tmp_path / "test6.jsonl", "--output_file", tmp_path / "lcb.jsonl"
+    )
     assert proc.returncode == 0, proc.stderr
     rec = json.loads((tmp_path / "lcb.jsonl").read_text())
     assert json.loads(rec["test_cases"])["inputs"] == ["1\n", "3\n"] and rec["question"] == "Print 2n."

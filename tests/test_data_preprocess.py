@@ -11,7 +11,8 @@ import zlib
 from collections import Counter
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from cobalt.data import livecodebench as lcb
 from cobalt.data import taco
@@ -23,8 +24,14 @@ QUESTION = "Given an integer n, print twice its value. " * 4
 
 def raw_taco(pid=1, n=10, question=QUESTION, **extra):
     io = {"inputs": [f"{i}\n" for i in range(n)], "outputs": [f"{2 * i}\n" for i in range(n)]}
-    rec = {"id": pid, "question": question, "solutions": ["print(int(input())*2)"],
-           "input_output": json.dumps(io), "source": "codeforces", "difficulty": "EASY"}
+    rec = {
+        "id": pid,
+        "question": question,
+        "solutions": ["print(int(input())*2)"],
+        "input_output": json.dumps(io),
+        "source": "codeforces",
+        "difficulty": "EASY",
+    }
     rec.update(extra)
     return rec
 
@@ -45,15 +52,18 @@ def test_taco_keeps_a_good_problem_with_instruction_and_tests():
     assert json.loads(rec["hidden_test_cases"])["inputs"] == tests["inputs"][4:]
 
 
-@pytest.mark.parametrize("change, reason", [
-    ({"input_output": json.dumps({"inputs": ["1"] * 7, "outputs": ["1"] * 7})}, "fewer than 8"),
-    ({"input_output": json.dumps({"inputs": "12345678", "outputs": ["1"] * 8})}, "not lists"),
-    ({"input_output": json.dumps({"inputs": ["1"] * 9, "outputs": ["1"] * 8})}, "unequal"),
-    ({"input_output": json.dumps({"inputs": [1] * 8, "outputs": ["1"] * 8})}, "non-string"),
-    ({"question": QUESTION + " See the Image below."}, "image"),
-    ({"question": QUESTION + "\n![fig](a.png)"}, "image"),
-    ({"question": "Print n. " * 3 + "!" * 200}, "alphanumeric"),
-])
+@pytest.mark.parametrize(
+    "change, reason",
+    [
+        ({"input_output": json.dumps({"inputs": ["1"] * 7, "outputs": ["1"] * 7})}, "fewer than 8"),
+        ({"input_output": json.dumps({"inputs": "12345678", "outputs": ["1"] * 8})}, "not lists"),
+        ({"input_output": json.dumps({"inputs": ["1"] * 9, "outputs": ["1"] * 8})}, "unequal"),
+        ({"input_output": json.dumps({"inputs": [1] * 8, "outputs": ["1"] * 8})}, "non-string"),
+        ({"question": QUESTION + " See the Image below."}, "image"),
+        ({"question": QUESTION + "\n![fig](a.png)"}, "image"),
+        ({"question": "Print n. " * 3 + "!" * 200}, "alphanumeric"),
+    ],
+)
 def test_taco_filters(change, reason):
     assert reason in drop_reason(raw_taco(**change))
 
@@ -88,8 +98,10 @@ def test_taco_leetcode_call_expression_and_instruction():
     assert rec["fn_name"] == "Solution().double" and "double" in rec["instruction"]
     other = taco.filter_record(raw_taco(input_output=json.dumps(io)))
     assert other["fn_name"] == "double"
-    assert taco.solution_program(" code ", "Solution().double") == \
-        "code\nprint(Solution().double(*input().split()))"
+    assert (
+        taco.solution_program(" code ", "Solution().double")
+        == "code\nprint(Solution().double(*input().split()))"
+    )
 
 
 def test_taco_missing_field_and_bad_json_name_the_field():
@@ -114,12 +126,12 @@ class FakeEvaluator:
 
 
 def test_taco_unsolved_are_kept_by_default_and_dropped_on_request():
-    raws = [(i + 1, raw_taco(pid=i, solutions=["GOOD"] if i % 2 else ["bad", "bad2"]))
-            for i in range(6)]
-    problems, train, dev, summary = taco.preprocess_taco(raws, evaluator=FakeEvaluator(), dev_ratio=0.5)
+    raws = [(i + 1, raw_taco(pid=i, solutions=["GOOD"] if i % 2 else ["bad", "bad2"])) for i in range(6)]
+    problems, _, _, summary = taco.preprocess_taco(raws, evaluator=FakeEvaluator(), dev_ratio=0.5)
     assert summary.unsolved == 3 and summary.unsolved_dropped == 0 and len(problems) == 6
-    problems, train, dev, summary = taco.preprocess_taco(raws, evaluator=FakeEvaluator(),
-                                                         drop_unsolved=True, dev_ratio=0.5)
+    problems, _, _, summary = taco.preprocess_taco(
+        raws, evaluator=FakeEvaluator(), drop_unsolved=True, dev_ratio=0.5
+    )
     assert summary.unsolved_dropped == 3 and {p["id"] for p in problems} == {1, 3, 5}
 
 
@@ -149,16 +161,21 @@ def encode(obj) -> str:
 
 
 def raw_lcb(private, question="Find the sum.\nExample 1:\n\nInput: 1 2"):
-    return {"question_id": "abc301_a", "question_content": question, "difficulty": "easy",
-            "public_test_cases": json.dumps([{"input": "1 2\n", "output": "3\n", "testtype": "stdin"}]),
-            "private_test_cases": encode(json.dumps(private)), "contest_date": "2024-09-01"}
+    return {
+        "question_id": "abc301_a",
+        "question_content": question,
+        "difficulty": "easy",
+        "public_test_cases": json.dumps([{"input": "1 2\n", "output": "3\n", "testtype": "stdin"}]),
+        "private_test_cases": encode(json.dumps(private)),
+        "contest_date": "2024-09-01",
+    }
 
 
 def test_lcb_record_has_public_hidden_and_combined_tests():
     private = [{"input": "x" * n, "output": str(n)} for n in (3, 1, 2)]
     rec = lcb.convert_record(raw_lcb(private))
     hidden = json.loads(rec["hidden_test_cases"])
-    assert hidden["inputs"] == ["x", "xx", "xxx"]          # sorted by input length
+    assert hidden["inputs"] == ["x", "xx", "xxx"]  # sorted by input length
     assert json.loads(rec["public_test_cases"]) == {"inputs": ["1 2\n"], "outputs": ["3\n"]}
     combined = json.loads(rec["test_cases"])
     assert combined["inputs"] == ["1 2\n", "x", "xx", "xxx"]
@@ -172,11 +189,14 @@ def test_lcb_keeps_4_shortest_and_16_longest_hidden_tests():
     assert [len(s) for s in hidden["inputs"]] == [1, 2, 3, 4] + list(range(15, 31))
 
 
-@pytest.mark.parametrize("question, cut", [
-    ("Do A.\nExample 1:\n\nInput", "Do A."),
-    ("Do B.\nSample Input 1\n\n3", "Do B."),
-    ("Do C.\nExample 1:\nno blank line", "Do C.\nExample 1:\nno blank line"),
-])
+@pytest.mark.parametrize(
+    "question, cut",
+    [
+        ("Do A.\nExample 1:\n\nInput", "Do A."),
+        ("Do B.\nSample Input 1\n\n3", "Do B."),
+        ("Do C.\nExample 1:\nno blank line", "Do C.\nExample 1:\nno blank line"),
+    ],
+)
 def test_lcb_question_cut(question, cut):
     assert lcb.cut_question(question) == cut
 
@@ -207,7 +227,7 @@ def test_lcb_non_string_pickle_is_refused():
 def test_lcb_garbage_and_missing_fields_name_the_field():
     raw = raw_lcb([])
     raw["private_test_cases"] = "not base64!!"
-    with pytest.raises(DataError, match="private_test_cases.*cannot decode"):
+    with pytest.raises(DataError, match=r"private_test_cases.*cannot decode"):
         lcb.convert_record(raw, path="t6.jsonl", line=1)
     raw = raw_lcb([])
     del raw["question_content"]
@@ -222,7 +242,7 @@ def test_perturbation_swaps_two_distinct_outputs():
     assert len(modified["inputs"]) == 2
     truth = dict(zip(public["inputs"], public["outputs"]))
     for i, o in zip(modified["inputs"], modified["outputs"]):
-        assert truth[i].strip() != o.strip()           # the expected output is wrong
+        assert truth[i].strip() != o.strip()  # the expected output is wrong
     assert perturbed["inputs"][:2] == modified["inputs"] and perturbed["outputs"][:2] == modified["outputs"]
     assert sorted(perturbed["inputs"]) == sorted(public["inputs"])
     assert Counter(perturbed["outputs"]) == Counter(public["outputs"])
@@ -242,17 +262,33 @@ def test_perturbation_duplicates_go_last():
 
 
 @settings(max_examples=80, deadline=None)
-@given(st.lists(st.lists(st.sampled_from(["1", "2", "3", " 1"]), min_size=0, max_size=6),
-                min_size=0, max_size=8), st.integers(0, 3))
+@given(
+    st.lists(
+        st.lists(st.sampled_from(["1", "2", "3", " 1"]), min_size=0, max_size=6), min_size=0, max_size=8
+    ),
+    st.integers(0, 3),
+)
 def test_perturbation_properties(outputs_per_problem, seed):
-    records = [(i + 1, {"id": i, "public_test_cases": json.dumps(
-        {"inputs": [f"in{j}" for j in range(len(outs))], "outputs": outs})})
-        for i, outs in enumerate(outputs_per_problem)]
+    records = [
+        (
+            i + 1,
+            {
+                "id": i,
+                "public_test_cases": json.dumps(
+                    {"inputs": [f"in{j}" for j in range(len(outs))], "outputs": outs}
+                ),
+            },
+        )
+        for i, outs in enumerate(outputs_per_problem)
+    ]
     out, skipped = perturb_records(records, seed=seed)
     assert len(out) + skipped == len(records)
     assert out == perturb_records(records, seed=seed)[0]
-    expected_ids = [r["id"] for _, r in records
-                    if len({o.strip() for o in json.loads(r["public_test_cases"])["outputs"]}) >= 2]
+    expected_ids = [
+        r["id"]
+        for _, r in records
+        if len({o.strip() for o in json.loads(r["public_test_cases"])["outputs"]}) >= 2
+    ]
     assert [r["id"] for r in out] == expected_ids
 
 

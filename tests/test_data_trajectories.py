@@ -6,6 +6,7 @@ import asyncio
 import json
 
 import pytest
+from data_fixtures import trajectory
 
 from cobalt.data import synthetic
 from cobalt.data.testcases import dump_test_cases
@@ -13,25 +14,27 @@ from cobalt.data.trajectories import assistant_content, from_reference, read_tra
 from cobalt.errors import DataError
 from cobalt.jsonl import write_jsonl
 from cobalt.prompts import ALL_PUBLIC_PASSED_MARKER, NO_CODE_BLOCK
-from data_fixtures import trajectory
 
 
 def good():
     return trajectory("a", [[0.0, 0.5, 1.0]] * 16)
 
 
-@pytest.mark.parametrize("mutate, field", [
-    (lambda r: r.pop("conversations"), "conversations"),
-    (lambda r: r["responses"].pop(), "responses"),
-    (lambda r: r["public_pass_rates"][3].append(0.5), "public_pass_rates"),
-    (lambda r: r["all_pass_rates"][0].__setitem__(1, 1.5), "all_pass_rates"),
-    (lambda r: r["all_pass_rates"][0].__setitem__(1, True), "all_pass_rates"),
-    (lambda r: r["conversations"][2].pop(), "conversations"),
-    (lambda r: r["conversations"][2][2].__setitem__("role", "user"), "conversations"),
-    (lambda r: r["turn0_results"][0]["feedback"].pop(), "turn0_results"),
-    (lambda r: r.__setitem__("test_cases", json.dumps({"inputs": ["1"], "outputs": []})), "test_cases"),
-    (lambda r: r.__setitem__("hidden_test_cases", "{not json"), "hidden_test_cases"),
-])
+@pytest.mark.parametrize(
+    "mutate, field",
+    [
+        (lambda r: r.pop("conversations"), "conversations"),
+        (lambda r: r["responses"].pop(), "responses"),
+        (lambda r: r["public_pass_rates"][3].append(0.5), "public_pass_rates"),
+        (lambda r: r["all_pass_rates"][0].__setitem__(1, 1.5), "all_pass_rates"),
+        (lambda r: r["all_pass_rates"][0].__setitem__(1, True), "all_pass_rates"),
+        (lambda r: r["conversations"][2].pop(), "conversations"),
+        (lambda r: r["conversations"][2][2].__setitem__("role", "user"), "conversations"),
+        (lambda r: r["turn0_results"][0]["feedback"].pop(), "turn0_results"),
+        (lambda r: r.__setitem__("test_cases", json.dumps({"inputs": ["1"], "outputs": []})), "test_cases"),
+        (lambda r: r.__setitem__("hidden_test_cases", "{not json"), "hidden_test_cases"),
+    ],
+)
 def test_invalid_records_name_file_line_and_field(mutate, field):
     rec = good()
     mutate(rec)
@@ -66,7 +69,7 @@ def test_reference_layout_is_converted(tmp_path):
     ours = good()
     ref = {k: v for k, v in ours.items() if k not in ("turn0_results", "responses", "public_pass_rates")}
     ref["exec_results"] = ours["turn0_results"]
-    ref["raw_responses"] = [list(col) for col in zip(*ours["responses"])]          # [turn][conv]
+    ref["raw_responses"] = [list(col) for col in zip(*ours["responses"])]  # [turn][conv]
     ref["public_pass_rates"] = [list(col) for col in zip(*ours["public_pass_rates"])]
     ref["responses"] = ref["raw_responses"][0]
     converted = from_reference(ref)
@@ -88,14 +91,20 @@ def test_assistant_content_keeps_text_after_last_think_cut_to_6000():
 def doubling_problem(pid):
     ins = [str(i) for i in range(1, 9)]
     outs = [str(2 * int(i)) for i in ins]
-    return {"id": pid, "difficulty": "EASY", "instruction": "Print twice n.",
-            "test_cases": dump_test_cases(ins, outs),
-            "public_test_cases": dump_test_cases(ins[:4], outs[:4]),
-            "hidden_test_cases": dump_test_cases(ins[4:], outs[4:])}
+    return {
+        "id": pid,
+        "difficulty": "EASY",
+        "instruction": "Print twice n.",
+        "test_cases": dump_test_cases(ins, outs),
+        "public_test_cases": dump_test_cases(ins[:4], outs[:4]),
+        "hidden_test_cases": dump_test_cases(ins[4:], outs[4:]),
+    }
 
 
-PROGRAMS = {"d1": (["print(int(input())*2)"], ["print(int(input())+2)"]),
-            "d2": (["n=int(input())\nprint(n+n)"], [])}
+PROGRAMS = {
+    "d1": (["print(int(input())*2)"], ["print(int(input())+2)"]),
+    "d2": (["n=int(input())\nprint(n+n)"], []),
+}
 
 
 @pytest.fixture(scope="module")
@@ -118,8 +127,9 @@ def test_synthetic_records_are_valid_trajectories(synthetic_records, tmp_path):
 
 def test_synthetic_feedback_and_rates_come_from_real_execution(synthetic_records):
     for rec in synthetic_records:
-        for conv, responses, pub, hid in zip(rec["conversations"], rec["responses"],
-                                             rec["public_pass_rates"], rec["all_pass_rates"]):
+        for conv, responses, pub, hid in zip(
+            rec["conversations"], rec["responses"], rec["public_pass_rates"], rec["all_pass_rates"]
+        ):
             for turn, response in enumerate(responses):
                 assistant, feedback = conv[2 + 2 * turn]["content"], conv[3 + 2 * turn]["content"]
                 assert "</think>" in response and "</think>" not in assistant
@@ -127,7 +137,7 @@ def test_synthetic_feedback_and_rates_come_from_real_execution(synthetic_records
                     assert NO_CODE_BLOCK in feedback and pub[turn] == 0.0
                 elif "*2" in response or "n+n" in response:
                     assert pub[turn] == hid[turn] == 1.0 and feedback.startswith(ALL_PUBLIC_PASSED_MARKER)
-                else:      # +2 and the echo program fail
+                else:  # +2 and the echo program fail
                     assert pub[turn] < 1.0 and "Expected Output" in feedback
 
 
@@ -135,6 +145,9 @@ def test_synthetic_is_deterministic(synthetic_records):
     from cobalt.serve.client import get_evaluator
 
     opts = synthetic.SyntheticOptions(num_samples=6, num_turns=2, seed=1)
-    again = asyncio.run(synthetic.generate([doubling_problem("d1"), doubling_problem("d2")],
-                                           PROGRAMS, get_evaluator("local"), opts))
+    again = asyncio.run(
+        synthetic.generate(
+            [doubling_problem("d1"), doubling_problem("d2")], PROGRAMS, get_evaluator("local"), opts
+        )
+    )
     assert again == synthetic_records

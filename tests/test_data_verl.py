@@ -12,12 +12,14 @@ from cobalt.data.verl_rows import convert, multi_turn_row, single_turn_row
 from cobalt.errors import DataError
 from cobalt.jsonl import write_jsonl
 from cobalt.prompts import SYSTEM_PROMPT
-from data_fixtures import tiny_tokenizer_dir  # noqa: F401 (fixture)
 
 TESTS = dump_test_cases(["1", "2"], ["2", "4"])
-CONV = [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": "Solve."},
-        {"role": "assistant", "content": "```python\nprint(1)\n```"},
-        {"role": "user", "content": "Your code did not pass."}]
+CONV = [
+    {"role": "system", "content": SYSTEM_PROMPT},
+    {"role": "user", "content": "Solve."},
+    {"role": "assistant", "content": "```python\nprint(1)\n```"},
+    {"role": "user", "content": "Your code did not pass."},
+]
 
 
 def problem(pid=7):
@@ -25,8 +27,13 @@ def problem(pid=7):
 
 
 def prompt(pid="p1", best=0.25):
-    return {"example_id": pid, "conversation": CONV, "test_cases": TESTS, "difficulty": "EASY",
-            "prev_best_pass_rate": best}
+    return {
+        "example_id": pid,
+        "conversation": CONV,
+        "test_cases": TESTS,
+        "difficulty": "EASY",
+        "prev_best_pass_rate": best,
+    }
 
 
 def test_single_turn_row_shape():
@@ -43,16 +50,26 @@ def test_single_turn_row_shape():
 def test_multi_turn_row_shape():
     row = multi_turn_row(prompt(), "test")
     assert row["prompt"] == CONV and row["reward_model"]["ground_truth"] == TESTS
-    assert row["extra_info"] == {"split": "test", "index": "p1", "prev_best_pass_rate": 0.25,
-                                 "conversation": CONV}
+    assert row["extra_info"] == {
+        "split": "test",
+        "index": "p1",
+        "prev_best_pass_rate": 0.25,
+        "conversation": CONV,
+    }
 
 
-@pytest.mark.parametrize("mutate, field", [
-    (lambda p: p.pop("test_cases"), "test_cases"),
-    (lambda p: p.__setitem__("test_cases", json.dumps({"inputs": ["1", "2"], "outputs": ["2"]})), "test_cases"),
-    (lambda p: p.__setitem__("conversation", [{"role": "user"}]), "conversation"),
-    (lambda p: p.__setitem__("prev_best_pass_rate", 2.0), "prev_best_pass_rate"),
-])
+@pytest.mark.parametrize(
+    "mutate, field",
+    [
+        (lambda p: p.pop("test_cases"), "test_cases"),
+        (
+            lambda p: p.__setitem__("test_cases", json.dumps({"inputs": ["1", "2"], "outputs": ["2"]})),
+            "test_cases",
+        ),
+        (lambda p: p.__setitem__("conversation", [{"role": "user"}]), "conversation"),
+        (lambda p: p.__setitem__("prev_best_pass_rate", 2.0), "prev_best_pass_rate"),
+    ],
+)
 def test_bad_prompt_records_name_the_field(mutate, field):
     rec = prompt()
     mutate(rec)
@@ -64,8 +81,10 @@ def test_convert_writes_both_files_and_refuses_to_overwrite(tmp_path):
     write_jsonl(tmp_path / "tr.jsonl", [prompt("a"), prompt("b", 1.0)])
     write_jsonl(tmp_path / "te.jsonl", [prompt("c")])
     out = tmp_path / "out"
-    assert convert(tmp_path / "tr.jsonl", tmp_path / "te.jsonl", out, multi_turn=True) == \
-        {"train": 2, "test": 1}
+    assert convert(tmp_path / "tr.jsonl", tmp_path / "te.jsonl", out, multi_turn=True) == {
+        "train": 2,
+        "test": 1,
+    }
     rows = pq.read_table(out / "train.parquet").to_pylist()
     assert [r["extra_info"]["index"] for r in rows] == ["a", "b"]
     assert rows[1]["extra_info"]["prev_best_pass_rate"] == 1.0 and rows[0]["prompt"] == CONV
@@ -88,7 +107,10 @@ def test_mixed_id_types_become_strings(tmp_path):
     write_jsonl(tmp_path / "tr.jsonl", [problem(1), problem("x")])
     write_jsonl(tmp_path / "te.jsonl", [problem(2)])
     convert(tmp_path / "tr.jsonl", tmp_path / "te.jsonl", tmp_path, multi_turn=False)
-    assert [r["extra_info"]["index"] for r in pq.read_table(tmp_path / "train.parquet").to_pylist()] == ["1", "x"]
+    assert [r["extra_info"]["index"] for r in pq.read_table(tmp_path / "train.parquet").to_pylist()] == [
+        "1",
+        "x",
+    ]
     assert pq.read_table(tmp_path / "test.parquet").to_pylist()[0]["extra_info"]["index"] == 2
 
 
@@ -98,9 +120,16 @@ def load_with_verl(parquet, tokenizer_dir, cache):
 
     from cobalt.data.tokens import load_tokenizer
 
-    cfg = OmegaConf.create({"prompt_key": "prompt", "max_prompt_length": 4096,
-                            "filter_overlong_prompts": True, "filter_overlong_prompts_workers": 1,
-                            "truncation": "error", "cache_dir": str(cache)})
+    cfg = OmegaConf.create(
+        {
+            "prompt_key": "prompt",
+            "max_prompt_length": 4096,
+            "filter_overlong_prompts": True,
+            "filter_overlong_prompts_workers": 1,
+            "truncation": "error",
+            "cache_dir": str(cache),
+        }
+    )
     return RLHFDataset(str(parquet), load_tokenizer(tokenizer_dir), cfg)
 
 

@@ -32,6 +32,7 @@ def is_too_slow(wrong):
 
 # ------------------------------------------------------------------------- the set itself
 
+
 def test_problem_set_has_the_required_shape():
     assert len(PROBLEMS) >= 40
     assert len(BY_ID) == len(PROBLEMS)
@@ -47,8 +48,10 @@ def test_problem_set_has_the_required_shape():
 
 def test_example_in_the_statement_is_the_first_public_test():
     for p in PROBLEMS:
-        example = (f"\nSample Input 1\n\n{p['public_tests']['inputs'][0].rstrip()}\n\n"
-                   f"Sample Output 1\n\n{p['public_tests']['outputs'][0].rstrip()}\n")
+        example = (
+            f"\nSample Input 1\n\n{p['public_tests']['inputs'][0].rstrip()}\n\n"
+            f"Sample Output 1\n\n{p['public_tests']['outputs'][0].rstrip()}\n"
+        )
         assert p["question"].endswith(example), p["id"]
 
 
@@ -72,13 +75,16 @@ def _no_wrong_solution(p):
     p["wrong_solutions"] = []
 
 
-@pytest.mark.parametrize("corrupt, field", [
-    (_drop_last_output, "hidden_tests"),
-    (_number_as_input, "public_tests.inputs"),
-    (_too_few_tests, "hidden_tests"),
-    (_mentions_image, "question"),
-    (_no_wrong_solution, "wrong_solutions"),
-])
+@pytest.mark.parametrize(
+    "corrupt, field",
+    [
+        (_drop_last_output, "hidden_tests"),
+        (_number_as_input, "public_tests.inputs"),
+        (_too_few_tests, "hidden_tests"),
+        (_mentions_image, "question"),
+        (_no_wrong_solution, "wrong_solutions"),
+    ],
+)
 def test_load_names_the_problem_and_field_of_a_defect(tmp_path, corrupt, field):
     problems = copy.deepcopy(PROBLEMS)
     corrupt(problems[7])
@@ -99,6 +105,7 @@ def test_load_rejects_duplicate_ids(tmp_path):
 
 # ------------------------------------------------------------------------- sandbox verdicts
 
+
 @pytest.fixture(scope="module")
 def verdicts():
     """``(problem id, "solution"|"wrong", index) -> evaluate() result`` for every program.
@@ -117,8 +124,10 @@ def verdicts():
             (slow_jobs if is_too_slow(wrong) else jobs)[(p["id"], "wrong", i)] = wrong["code"]
     jobs = slow_jobs | jobs  # the long ones first, so they overlap with the many short ones
     with ThreadPoolExecutor(max_workers=2) as pool:
-        futures = {key: pool.submit(evaluate, code, embedded.all_tests(BY_ID[key[0]]), config)
-                   for key, code in jobs.items()}
+        futures = {
+            key: pool.submit(evaluate, code, embedded.all_tests(BY_ID[key[0]]), config)
+            for key, code in jobs.items()
+        }
         return {key: future.result() for key, future in futures.items()}
 
 
@@ -142,6 +151,7 @@ def test_solutions_pass_and_wrong_solutions_fail_in_the_sandbox(verdicts, pid):
 
 
 # ------------------------------------------------------------------------- raw records
+
 
 def test_taco_records_round_trip():
     records = embedded.to_taco_records(PROBLEMS)

@@ -22,7 +22,7 @@ def near_repetitions(draw):
     body = block * repeats + block[: draw(st.integers(0, len(block)))]
     if draw(st.booleans()):
         at = draw(st.integers(0, len(body) - 1))
-        body = body[:at] + "Z" + body[at + 1:]
+        body = body[:at] + "Z" + body[at + 1 :]
     return draw(st.text(alphabet="abc", max_size=60)) + body + draw(st.text(alphabet="abc", max_size=60))
 
 

@@ -39,11 +39,14 @@ class FixedEvaluator:
 
 def details(passing, extra=None, text=None, **kw):
     evaluator = FixedEvaluator(passing, **kw)
-    return asyncio.run(score_details("code_taco_verified", text or response(), GROUND_TRUTH, extra,
-                                     evaluator=evaluator))
+    return asyncio.run(
+        score_details("code_taco_verified", text or response(), GROUND_TRUTH, extra, evaluator=evaluator)
+    )
 
 
-@pytest.mark.parametrize("pass_rate, expected", [(1.0, 1.0), (0.75, 0.2), (0.5, 0.2), (0.25, 0.0), (0.0, -0.1)])
+@pytest.mark.parametrize(
+    "pass_rate, expected", [(1.0, 1.0), (0.75, 0.2), (0.5, 0.2), (0.25, 0.0), (0.0, -0.1)]
+)
 def test_correctness_ladder(pass_rate, expected):
     assert correctness_reward(pass_rate, CFG) == expected
 
@@ -67,7 +70,10 @@ def test_no_program_scores_minus_one_in_training_and_zero_in_validation():
     text = "I could not solve it.\n</think>\nSorry."
     evaluator = FixedEvaluator([True])
     assert asyncio.run(score_details("d", text, GROUND_TRUTH, {}, evaluator=evaluator))["score"] == -1.0
-    assert asyncio.run(score_details("d", text, GROUND_TRUTH, {"is_val": True}, evaluator=evaluator))["score"] == 0.0
+    assert (
+        asyncio.run(score_details("d", text, GROUND_TRUTH, {"is_val": True}, evaluator=evaluator))["score"]
+        == 0.0
+    )
     assert evaluator.calls == []
 
 
@@ -119,16 +125,20 @@ def test_score_is_clipped_to_minus_one():
 
 # --- format reward ----------------------------------------------------------------------------
 
-@pytest.mark.parametrize("text", [
-    "no think end ```python\nx\n```",
-    "a</think>b</think>\n```python\nx\n```",
-    "t</think>\n```\nx\n```",                                  # no ```python
-    "t</think>\n```python\nx\n```\n```python\ny\n```",         # two openings
-    "t</think>\n```python\nx```",                              # no closing \n```
-    "t</think>\n```python\nx\n```\nmore\n```",                 # two closings
-    "t</think>\n```python\nprint(`x`)\n```",                   # backtick in the body
-    "q" * 32 * 8 + "</think>\n```python\nx\n```",              # repetition
-])
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "no think end ```python\nx\n```",
+        "a</think>b</think>\n```python\nx\n```",
+        "t</think>\n```\nx\n```",  # no ```python
+        "t</think>\n```python\nx\n```\n```python\ny\n```",  # two openings
+        "t</think>\n```python\nx```",  # no closing \n```
+        "t</think>\n```python\nx\n```\nmore\n```",  # two closings
+        "t</think>\n```python\nprint(`x`)\n```",  # backtick in the body
+        "q" * 32 * 8 + "</think>\n```python\nx\n```",  # repetition
+    ],
+)
 def test_format_violations(text):
     assert format_reward(text, 1.0) == -0.9
     assert format_reward(text, -0.1) == -0.9
@@ -151,7 +161,9 @@ def test_length_and_reflection_terms_when_wrong():
     expected = math.tanh(count(think) / 1024) * 0.075 + 0.025
     assert format_reward(response(think=think), -0.1) == pytest.approx(expected)
     three = "wait. however. verify."
-    assert format_reward(response(think=three), -0.1) == pytest.approx(math.tanh(count(three) / 1024) * 0.075 + 0.015)
+    assert format_reward(response(think=three), -0.1) == pytest.approx(
+        math.tanh(count(three) / 1024) * 0.075 + 0.015
+    )
 
 
 def test_keywords_match_whole_words_only():
@@ -175,10 +187,19 @@ def test_o200k_counts_offline():
 
 # --- end to end through the real sandbox ----------------------------------------------------------
 
+
 def test_compute_score_with_the_real_sandbox(monkeypatch):
     monkeypatch.setenv("COBALT_EVALUATOR", "local")
-    right = asyncio.run(compute_score("code_taco_verified", response(), GROUND_TRUTH, {"prev_best_pass_rate": 0.5}))
-    wrong = asyncio.run(compute_score("code_taco_verified", response(code=CODE.replace("+", "*")), GROUND_TRUTH,
-                                      {"prev_best_pass_rate": 0.0}))
+    right = asyncio.run(
+        compute_score("code_taco_verified", response(), GROUND_TRUTH, {"prev_best_pass_rate": 0.5})
+    )
+    wrong = asyncio.run(
+        compute_score(
+            "code_taco_verified",
+            response(code=CODE.replace("+", "*")),
+            GROUND_TRUTH,
+            {"prev_best_pass_rate": 0.0},
+        )
+    )
     assert right == 1.0
     assert wrong == pytest.approx(-0.1 + math.tanh(count("Let me add the numbers.") / 1024) * 0.075)

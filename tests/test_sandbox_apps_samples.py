@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 
 import pytest
+from conftest import APPS_SAMPLES
 
 from cobalt.sandbox import evaluate
-from conftest import APPS_SAMPLES
 
 PROBLEMS = sorted(p for p in APPS_SAMPLES.glob("[0-9]*") if p.is_dir()) if APPS_SAMPLES.is_dir() else []
 

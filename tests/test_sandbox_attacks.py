@@ -20,11 +20,12 @@ UID_BASE = {"bwrap": 62000, "landlock": 62100}  # uids of their own: leftovers a
 
 @pytest.fixture(params=["bwrap", "landlock"], scope="module")
 def cfg(request):
-    config = dataclasses.replace(default_config(), backend=request.param,
-                                 uid_base=UID_BASE[request.param], slots=8, wall_timeout_s=6)
+    config = dataclasses.replace(
+        default_config(), backend=request.param, uid_base=UID_BASE[request.param], slots=8, wall_timeout_s=6
+    )
     try:
         get_backend(config)
-    except Exception as e:  # noqa: BLE001
+    except Exception as e:
         pytest.skip(f"backend {request.param} unavailable here: {e}")
     return config
 
@@ -58,11 +59,13 @@ def output_of(result: dict) -> str:
 def test_cannot_write_or_delete_outside_the_scratch_dir(cfg, tmp_path):
     victim = Path("/usr/lib/os-release")
     assert victim.exists()
-    program = ("import ctypes\nlibc = ctypes.CDLL(None)\n"
-               f"print(libc.unlink(b'{victim}'), libc.rename(b'{victim}', b'/usr/x'))\n"
-               "for path in ('/usr/evil', '/etc/evil', '/evil'):\n"
-               "    try:\n        open(path, 'w').write('x'); print('WROTE', path)\n"
-               "    except OSError:\n        pass\n")
+    program = (
+        "import ctypes\nlibc = ctypes.CDLL(None)\n"
+        f"print(libc.unlink(b'{victim}'), libc.rename(b'{victim}', b'/usr/x'))\n"
+        "for path in ('/usr/evil', '/etc/evil', '/evil'):\n"
+        "    try:\n        open(path, 'w').write('x'); print('WROTE', path)\n"
+        "    except OSError:\n        pass\n"
+    )
     result = run(program, cfg)
     assert output_of(result).startswith("-1 -1") and "WROTE" not in output_of(result)
     assert victim.exists() and not Path("/usr/evil").exists() and not Path("/evil").exists()
@@ -77,9 +80,11 @@ def test_host_dev_shm_is_untouched(cfg):
 
 @pytest.mark.skipif(not AS_ROOT, reason="secrets are unreadable to non-root users anyway")
 def test_cannot_read_secrets(cfg):
-    program = ("import os\nfor path in ('/etc/shadow', '/root'):\n    try:\n"
-               "        print('READ', path, open(path).read(10) if os.path.isfile(path) else os.listdir(path))\n"
-               "    except OSError:\n        print('denied')\n")
+    program = (
+        "import os\nfor path in ('/etc/shadow', '/root'):\n    try:\n"
+        "        print('READ', path, open(path).read(10) if os.path.isfile(path) else os.listdir(path))\n"
+        "    except OSError:\n        print('denied')\n"
+    )
     assert "READ" not in output_of(run(program, cfg))
 
 
@@ -92,8 +97,10 @@ def test_cannot_reach_a_loopback_listener(cfg):
     accepted = []
     waiter = threading.Thread(target=lambda: accepted.append(_accept(server)))
     waiter.start()
-    program = (f"import socket\ntry:\n    socket.create_connection(('127.0.0.1', {port}), timeout=1)\n"
-               "    print('CONNECTED')\nexcept OSError as e:\n    print('refused')\n")
+    program = (
+        f"import socket\ntry:\n    socket.create_connection(('127.0.0.1', {port}), timeout=1)\n"
+        "    print('CONNECTED')\nexcept OSError as e:\n    print('refused')\n"
+    )
     result = run(program, cfg)
     waiter.join()
     server.close()
@@ -108,9 +115,11 @@ def _accept(server):
 
 
 def test_fork_bomb_is_bounded(cfg):
-    program = ("import ctypes, time\nlibc = ctypes.CDLL(None)\nn = 0\n"
-               "while n < 1000:\n    pid = libc.fork()\n    if pid < 0:\n        break\n"
-               "    if pid == 0:\n        time.sleep(30)\n        raise SystemExit\n    n += 1\nprint(n)\n")
+    program = (
+        "import ctypes, time\nlibc = ctypes.CDLL(None)\nn = 0\n"
+        "while n < 1000:\n    pid = libc.fork()\n    if pid < 0:\n        break\n"
+        "    if pid == 0:\n        time.sleep(30)\n        raise SystemExit\n    n += 1\nprint(n)\n"
+    )
     result = run(program, cfg)
     forks = int(output_of(result).split()[0])
     assert forks < cfg.max_processes
@@ -129,23 +138,29 @@ def test_infinite_loop_and_flood_are_stopped(cfg):
 
 def test_daemon_does_not_outlive_the_request(cfg):
     # The child detaches into its own session and would sleep for a minute holding the pipes.
-    program = ("import ctypes, time\nlibc = ctypes.CDLL(None)\n"
-               "if libc.fork() == 0:\n    libc.setsid()\n    time.sleep(60)\nelse:\n    print('SAFE')\n")
+    program = (
+        "import ctypes, time\nlibc = ctypes.CDLL(None)\n"
+        "if libc.fork() == 0:\n    libc.setsid()\n    time.sleep(60)\nelse:\n    print('SAFE')\n"
+    )
     assert run(program, cfg)["passing"] == [True]
 
 
 def test_killing_the_parent_or_everything_only_fails_this_request(cfg):
-    for program in ("import ctypes, os\nctypes.CDLL(None).kill(os.getppid(), 9)\n",
-                    "import ctypes\nctypes.CDLL(None).kill(-1, 9)\n"):
+    for program in (
+        "import ctypes, os\nctypes.CDLL(None).kill(os.getppid(), 9)\n",
+        "import ctypes\nctypes.CDLL(None).kill(-1, 9)\n",
+    ):
         result = run(program, cfg)
         assert result["passing"] == [False]
     assert evaluate("print('SAFE')", {"inputs": [""], "outputs": ["SAFE"]}, cfg)["passing"] == [True]
 
 
 def test_privilege_calls_fail(cfg):
-    program = ("import ctypes\nlibc = ctypes.CDLL(None)\n"
-               "print(libc.setuid(0), libc.unshare(0x10000000), libc.unshare(0x20000),\n"
-               "      libc.mount(b'none', b'/usr', b'tmpfs', 0, None))\n")
+    program = (
+        "import ctypes\nlibc = ctypes.CDLL(None)\n"
+        "print(libc.setuid(0), libc.unshare(0x10000000), libc.unshare(0x20000),\n"
+        "      libc.mount(b'none', b'/usr', b'tmpfs', 0, None))\n"
+    )
     setuid, new_userns, new_mountns, mount = output_of(run(program, cfg)).split()[:4]
     assert setuid == "-1" and mount == "-1"
     if cfg.backend == "bwrap":  # no nested user namespaces at all (Landlock survives them anyway)

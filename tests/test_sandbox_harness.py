@@ -17,10 +17,19 @@ def test_harness_run_by_hand_leaves_other_processes_alone(tmp_path):
     bystander = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
         limits = SandboxConfig().harness_limits(dedicated_uid=False)
-        request = {"code": "print(int(input()) + 1)", "inputs": [b"1", b"41"], "limits": limits,
-                   "landlock": None}
-        done = subprocess.run(["/usr/bin/python3", "-S", "-c", HARNESS_SOURCE], input=marshal.dumps(request),
-                              capture_output=True, cwd=tmp_path, timeout=60)
+        request = {
+            "code": "print(int(input()) + 1)",
+            "inputs": [b"1", b"41"],
+            "limits": limits,
+            "landlock": None,
+        }
+        done = subprocess.run(
+            ["/usr/bin/python3", "-S", "-c", HARNESS_SOURCE],
+            input=marshal.dumps(request),
+            capture_output=True,
+            cwd=tmp_path,
+            timeout=60,
+        )
         assert bystander.poll() is None, "the harness killed a process outside its sandbox"
         results = _parse_results(done.stdout, done.stderr, done.returncode, 2)
         assert [r["stdout"] for r in results] == ["2\n", "42\n"]
@@ -32,8 +41,8 @@ def test_harness_run_by_hand_leaves_other_processes_alone(tmp_path):
 
 def test_result_parser_rejects_forged_or_torn_records():
     good = b"0 exit 0 0.0010 3 0\nhi\n"
-    forged = b"7 exit 0 0.0 1 0\nx"          # index out of range
-    torn = b"1 exit 0 0.0 100 0\nshort"      # claims more bytes than it sent
+    forged = b"7 exit 0 0.0 1 0\nx"  # index out of range
+    torn = b"1 exit 0 0.0 100 0\nshort"  # claims more bytes than it sent
     results = _parse_results(good + forged + torn, b"", -9, 2)
     assert results[0]["stdout"] == "hi\n" and results[0]["status"] == "exit"
     assert results[1]["status"] == "crashed" and "exit status -9" in results[1]["message"]

@@ -12,14 +12,18 @@ import pytest
 from cobalt.sandbox import evaluate
 
 # Uses exactly 1 s of CPU, then answers: correct, but slow in wall time on a busy machine.
-BUSY_BUT_CORRECT = ("import time\nstart = time.process_time()\n"
-                    "while time.process_time() - start < 1.0:\n    pass\n"
-                    "print(sum(map(int, input().split())))\n")
+BUSY_BUT_CORRECT = (
+    "import time\nstart = time.process_time()\n"
+    "while time.process_time() - start < 1.0:\n    pass\n"
+    "print(sum(map(int, input().split())))\n"
+)
 
 
 @pytest.fixture
 def machine_fully_loaded():
-    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2 * (os.cpu_count() or 2))]
+    hogs = [
+        subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2 * (os.cpu_count() or 2))
+    ]
     time.sleep(0.5)
     yield
     for hog in hogs:

@@ -20,8 +20,10 @@ def test_correct_program_passes_with_reference_feedback():
     result = evaluate(ADD, cases(("1 2\n", "3\n"), ("10 20\n", "30")))
     assert result == {
         "passing": [True, True],
-        "feedback": ["Input:\n1 2\nProgram's Output:\n3\nExpected Output:\n3",
-                     "Input:\n10 20\nProgram's Output:\n30\nExpected Output:\n30"],
+        "feedback": [
+            "Input:\n1 2\nProgram's Output:\n3\nExpected Output:\n3",
+            "Input:\n10 20\nProgram's Output:\n30\nExpected Output:\n30",
+        ],
     }
 
 
@@ -55,7 +57,8 @@ def test_runtime_error_shows_the_user_traceback_only():
         '  File "solution.py", line 2, in f\n'
         "    return 10 // x\n"
         "           ~~~^^~~\n"
-        "ZeroDivisionError: integer division or modulo by zero")
+        "ZeroDivisionError: integer division or modulo by zero"
+    )
 
 
 def test_output_before_a_crash_is_shown():
@@ -67,15 +70,16 @@ def test_output_before_a_crash_is_shown():
 def test_syntax_error_reported_for_every_test():
     result = evaluate("def f(:\n    pass\n", cases(("1", "1"), ("2", "2")))
     assert result["passing"] == [False, False]
-    assert result["feedback"][0] == ("Input:\n1\nProgram's Output:\n\nStderr:\n"
-                                     'File "solution.py", line 1\n    def f(:\n          ^\n'
-                                     "SyntaxError: invalid syntax")
+    assert result["feedback"][0] == (
+        "Input:\n1\nProgram's Output:\n\nStderr:\n"
+        'File "solution.py", line 1\n    def f(:\n          ^\n'
+        "SyntaxError: invalid syntax"
+    )
 
 
 def test_nonzero_exit_without_stderr_shows_expected_output():
     result = evaluate("import sys\nprint(7)\nsys.exit(3)\n", cases(("", "7")))
-    assert result == {"passing": [False],
-                      "feedback": ["Input:\n\nProgram's Output:\n7\nExpected Output:\n7"]}
+    assert result == {"passing": [False], "feedback": ["Input:\n\nProgram's Output:\n7\nExpected Output:\n7"]}
 
 
 def test_sys_exit_zero_and_exit_message():
@@ -86,8 +90,10 @@ def test_sys_exit_zero_and_exit_message():
 
 def test_timeout_feedback():
     result = evaluate("while True:\n    pass\n", cases(("5", "5")))
-    assert result == {"passing": [False],
-                      "feedback": ["Input:\n5\nTimeoutError: Program timed out after 4 seconds."]}
+    assert result == {
+        "passing": [False],
+        "feedback": ["Input:\n5\nTimeoutError: Program timed out after 4 seconds."],
+    }
 
 
 def test_sleeping_program_is_stopped_by_the_wall_backstop():
@@ -110,8 +116,9 @@ def test_huge_output_is_capped_and_truncated_in_feedback():
 def test_long_input_and_output_are_truncated_like_the_reference():
     big = "x" * 1000
     result = evaluate("print(input())\n", cases((big, big + "y")))
-    assert result["feedback"][0] == (f"Input:\n{trunc(big)}\nProgram's Output:\n{trunc(big)}\n"
-                                     f"Expected Output:\n{trunc(big + 'y')}")
+    assert result["feedback"][0] == (
+        f"Input:\n{trunc(big)}\nProgram's Output:\n{trunc(big)}\nExpected Output:\n{trunc(big + 'y')}"
+    )
     assert trunc(big) == "x" * 200 + "...(truncated) ..." + "x" * 200
 
 
@@ -133,23 +140,33 @@ def test_non_utf8_output_does_not_break_the_evaluator():
 
 
 def test_threaded_recursion_pattern_finishes_before_exit():
-    program = ("import sys, threading\nsys.setrecursionlimit(100000)\nthreading.stack_size(1 << 26)\n"
-               "def depth(n):\n    return 0 if n == 0 else 1 + depth(n - 1)\n"
-               "def main():\n    print(depth(int(input())))\n"
-               "threading.Thread(target=main).start()\n")
+    program = (
+        "import sys, threading\nsys.setrecursionlimit(100000)\nthreading.stack_size(1 << 26)\n"
+        "def depth(n):\n    return 0 if n == 0 else 1 + depth(n - 1)\n"
+        "def main():\n    print(depth(int(input())))\n"
+        "threading.Thread(target=main).start()\n"
+    )
     assert evaluate(program, cases(("20000", "20000")))["passing"] == [True]
 
 
 def test_tests_do_not_share_files_or_state():
-    program = ("import os\nprint(os.path.exists('seen.txt'), 'counter' in globals())\n"
-               "open('seen.txt', 'w').write('1')\ncounter = 1\n")
+    program = (
+        "import os\nprint(os.path.exists('seen.txt'), 'counter' in globals())\n"
+        "open('seen.txt', 'w').write('1')\ncounter = 1\n"
+    )
     result = evaluate(program, cases(*[("", "False False")] * 6))
     assert result["passing"] == [True] * 6
 
 
 def test_destructive_functions_are_disabled():
-    for call in ("os.remove('x')", "os.system('true')", "os.fork()", "shutil.rmtree('/tmp')",
-                 "subprocess.Popen(['true'])", "os.chdir('/')"):
+    for call in (
+        "os.remove('x')",
+        "os.system('true')",
+        "os.fork()",
+        "shutil.rmtree('/tmp')",
+        "subprocess.Popen(['true'])",
+        "os.chdir('/')",
+    ):
         result = evaluate(f"import os, shutil, subprocess\n{call}\n", cases(("", "")))
         assert "TypeError: 'NoneType' object is not callable" in result["feedback"][0], call
     for module in ("resource", "psutil", "tkinter", "joblib", "ipdb"):
@@ -166,19 +183,23 @@ def test_request_over_its_bound_gets_the_single_reference_entry():
     cfg = replace(default_config(), request_timeout_s=2.0)
     result = evaluate("import time\ntime.sleep(30)\n", cases(("", ""), ("", "")), cfg)
     assert result == {"passing": [False], "feedback": [REQUEST_TIMEOUT_FEEDBACK]}
-    assert REQUEST_TIMEOUT_FEEDBACK == ("TimeoutError: Program timed out because it did not finish "
-                                        "running all test cases within 30 seconds.")
+    assert REQUEST_TIMEOUT_FEEDBACK == (
+        "TimeoutError: Program timed out because it did not finish running all test cases within 30 seconds."
+    )
 
 
-@pytest.mark.parametrize("request_tests, reason", [
-    ({"inputs": ["1"]}, "test_cases.outputs must be a list"),
-    ({"inputs": "1", "outputs": ["1"]}, "test_cases.inputs must be a list"),
-    ({"inputs": ["1", "2"], "outputs": ["1"]}, "2 inputs but 1 outputs"),
-    ({"inputs": [1], "outputs": ["1"]}, "test_cases.inputs[0] must be a string"),
-    ({"inputs": [], "outputs": []}, "test_cases is empty"),
-    ("{not json", "test_cases is not valid JSON"),
-    (["1"], "test_cases must be an object"),
-])
+@pytest.mark.parametrize(
+    "request_tests, reason",
+    [
+        ({"inputs": ["1"]}, "test_cases.outputs must be a list"),
+        ({"inputs": "1", "outputs": ["1"]}, "test_cases.inputs must be a list"),
+        ({"inputs": ["1", "2"], "outputs": ["1"]}, "2 inputs but 1 outputs"),
+        ({"inputs": [1], "outputs": ["1"]}, "test_cases.inputs[0] must be a string"),
+        ({"inputs": [], "outputs": []}, "test_cases is empty"),
+        ("{not json", "test_cases is not valid JSON"),
+        (["1"], "test_cases must be an object"),
+    ],
+)
 def test_malformed_test_cases_get_a_clear_failure(request_tests, reason):
     result = evaluate(ADD, request_tests)
     assert result["passing"] == [False]

@@ -40,7 +40,10 @@ def test_bad_requests_get_clear_failures_and_the_service_keeps_serving(evaluator
         result = evaluator_app.remote(request).result(timeout_s=60)
         assert result["passing"] == [False], request if not isinstance(request, dict) else request.keys()
         assert result["feedback"][0].startswith("Exception: invalid request: ")
-    assert evaluator_app.remote({"code": ADD, "test_cases": cases(2)}).result(timeout_s=60)["passing"] == [True, True]
+    assert evaluator_app.remote({"code": ADD, "test_cases": cases(2)}).result(timeout_s=60)["passing"] == [
+        True,
+        True,
+    ]
 
 
 def test_burst_of_500_concurrent_requests_all_answered(evaluator_app):

@@ -30,17 +30,27 @@ def test_profiles_extend_common_and_children_win():
 
 def test_paper_settings_of_the_gpu_profiles():
     qwen = load_profile("multi_turn_qwen3_8b").overrides
-    expected = {"data.train_batch_size": 128, "data.max_prompt_length": 10240,
-                "data.max_response_length": 6144, "actor_rollout_ref.actor.optim.lr": 1e-6,
-                "actor_rollout_ref.actor.ppo_mini_batch_size": 64,
-                "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu": 2,
-                "actor_rollout_ref.actor.clip_ratio_low": 0.2, "actor_rollout_ref.actor.clip_ratio_high": 0.4,
-                "actor_rollout_ref.actor.kl_loss_coef": 1e-4, "actor_rollout_ref.actor.kl_loss_type": "mse",
-                "actor_rollout_ref.rollout.n": 16, "actor_rollout_ref.rollout.temperature": 1.0,
-                "actor_rollout_ref.rollout.val_kwargs.temperature": 0.6,
-                "actor_rollout_ref.rollout.val_kwargs.top_p": 0.95, "trainer.n_gpus_per_node": 4,
-                "trainer.save_freq": 10, "trainer.test_freq": 10, "trainer.total_epochs": 2,
-                "actor_rollout_ref.actor.fsdp_config.optimizer_offload": True}
+    expected = {
+        "data.train_batch_size": 128,
+        "data.max_prompt_length": 10240,
+        "data.max_response_length": 6144,
+        "actor_rollout_ref.actor.optim.lr": 1e-6,
+        "actor_rollout_ref.actor.ppo_mini_batch_size": 64,
+        "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu": 2,
+        "actor_rollout_ref.actor.clip_ratio_low": 0.2,
+        "actor_rollout_ref.actor.clip_ratio_high": 0.4,
+        "actor_rollout_ref.actor.kl_loss_coef": 1e-4,
+        "actor_rollout_ref.actor.kl_loss_type": "mse",
+        "actor_rollout_ref.rollout.n": 16,
+        "actor_rollout_ref.rollout.temperature": 1.0,
+        "actor_rollout_ref.rollout.val_kwargs.temperature": 0.6,
+        "actor_rollout_ref.rollout.val_kwargs.top_p": 0.95,
+        "trainer.n_gpus_per_node": 4,
+        "trainer.save_freq": 10,
+        "trainer.test_freq": 10,
+        "trainer.total_epochs": 2,
+        "actor_rollout_ref.actor.fsdp_config.optimizer_offload": True,
+    }
     assert {k: qwen[k] for k in expected} == expected
     llama = load_profile("single_turn_r1_distill_llama_8b").overrides
     assert llama["data.max_prompt_length"] == 2048 and llama["trainer.total_epochs"] == 4
@@ -50,8 +60,9 @@ def test_paper_settings_of_the_gpu_profiles():
 def test_override_formatting_and_lookup():
     assert format_value(True) == "true" and format_value(None) == "null"
     assert format_value(["console", "wandb"]) == "[console,wandb]" and format_value(1e-6) == "1e-06"
-    overrides = hydra_overrides(load_profile("cpu_smoke"), ["console", "tensorboard"],
-                                ["data.train_batch_size=8"], forward_env=True)
+    overrides = hydra_overrides(
+        load_profile("cpu_smoke"), ["console", "tensorboard"], ["data.train_batch_size=8"], forward_env=True
+    )
     assert override_value(overrides, "trainer.logger") == "[console,tensorboard]"
     assert override_value(overrides, "data.train_batch_size") == "8"  # the user's override comes last
     assert "+ray_kwargs.ray_init.runtime_env.env_vars.VERL_PLATFORM='cpu'" in overrides
@@ -87,21 +98,43 @@ for name in sys.argv[1:]:
             result[name] = "ERROR " + str(e)[:500]
 print(json.dumps(result))
 """
-    proc = subprocess.run([sys.executable, "-c", code, *PROFILES], capture_output=True, text=True,
-                          timeout=300, env=dict(os.environ, HF_HUB_OFFLINE="1"), cwd=ROOT)
+    proc = subprocess.run(
+        [sys.executable, "-c", code, *PROFILES],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=dict(os.environ, HF_HUB_OFFLINE="1"),
+        cwd=ROOT,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     result = json.loads(proc.stdout.strip().splitlines()[-1])
     assert result == {name: "CobaltRewardManager" for name in PROFILES}
 
 
 def test_scripts_pass_profile_and_overrides_through():
-    out = subprocess.run(["bash", str(ROOT / "scripts/train_grpo_multi_turn.sh"), "--dry-run",
-                          "--logger", "console,tensorboard", "trainer.total_epochs=1"],
-                         capture_output=True, text=True, timeout=120, check=True).stdout
+    out = subprocess.run(
+        [
+            "bash",
+            str(ROOT / "scripts/train_grpo_multi_turn.sh"),
+            "--dry-run",
+            "--logger",
+            "console,tensorboard",
+            "trainer.total_epochs=1",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    ).stdout
     command = json.loads(out)["command"]
     assert command[1:3] == ["-m", "verl.trainer.main_ppo"]
     assert "actor_rollout_ref.model.path=Qwen/Qwen3-8B" in command
     assert command[-1] == "trainer.total_epochs=1" and "trainer.logger=[console,tensorboard]" in command
-    out = subprocess.run(["bash", str(ROOT / "scripts/train_grpo_single_turn.sh"), "--dry-run"],
-                         capture_output=True, text=True, timeout=120, check=True).stdout
+    out = subprocess.run(
+        ["bash", str(ROOT / "scripts/train_grpo_single_turn.sh"), "--dry-run"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    ).stdout
     assert "data.max_prompt_length=2048" in json.loads(out)["command"]

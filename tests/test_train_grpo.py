@@ -23,16 +23,29 @@ pytest.importorskip("vllm")
 pytestmark = [pytest.mark.slow, pytest.mark.train]
 
 ROOT = Path(__file__).resolve().parents[1]
-ENV = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "WANDB_MODE": "disabled",
-       "RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "token"}
+ENV = {
+    "HF_HUB_OFFLINE": "1",
+    "TRANSFORMERS_OFFLINE": "1",
+    "WANDB_MODE": "disabled",
+    "RAY_USAGE_STATS_ENABLED": "0",
+    "RAY_AUTH_MODE": "token",
+}
 
 
 def run(cmd: list[str], log: Path, timeout: int, **env) -> float:
     started = time.monotonic()
     with open(log, "w") as out:
-        proc = subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT, cwd=log.parent, timeout=timeout,
-                              env={**os.environ, **ENV, **env})
-    assert proc.returncode == 0, f"{cmd[:4]} failed ({proc.returncode}); end of {log}:\n" + log.read_text()[-4000:]
+        proc = subprocess.run(
+            cmd,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            cwd=log.parent,
+            timeout=timeout,
+            env={**os.environ, **ENV, **env},
+        )
+    assert proc.returncode == 0, (
+        f"{cmd[:4]} failed ({proc.returncode}); end of {log}:\n" + log.read_text()[-4000:]
+    )
     return time.monotonic() - started
 
 
@@ -55,34 +68,65 @@ def ray_head(tmp_path_factory):
 
 
 def launch(work: Path, address: str, name: str, *overrides: str) -> float:
-    cmd = ["bash", str(ROOT / "scripts/train_grpo_multi_turn.sh"), "--profile", "cpu_smoke", "--address", address,
-           "--logger", "console,file",
-           f"data.train_files={work / 'demo/train.parquet'}", f"data.val_files={work / 'demo/test.parquet'}",
-           f"actor_rollout_ref.model.path={work / 'policy'}", f"trainer.default_local_dir={work / 'ckpt'}",
-           *overrides]
+    cmd = [
+        "bash",
+        str(ROOT / "scripts/train_grpo_multi_turn.sh"),
+        "--profile",
+        "cpu_smoke",
+        "--address",
+        address,
+        "--logger",
+        "console,file",
+        f"data.train_files={work / 'demo/train.parquet'}",
+        f"data.val_files={work / 'demo/test.parquet'}",
+        f"actor_rollout_ref.model.path={work / 'policy'}",
+        f"trainer.default_local_dir={work / 'ckpt'}",
+        *overrides,
+    ]
     return run(cmd, work / f"{name}.log", timeout=600, VERL_FILE_LOGGER_PATH=str(work / f"{name}.jsonl"))
 
 
 def test_grpo_on_cpu_learns_checkpoints_and_resumes(tmp_path, ray_head):
     timings = {}
-    timings["demo_data"] = run([sys.executable, "-m", "cobalt.data.demo", "--out", str(tmp_path / "demo"),
-                                "--limit", "12"], tmp_path / "demo.log", timeout=300)
-    timings["warm_up"] = run([sys.executable, "-m", "cobalt.train.tiny_policy", "warm",
-                              "--data", str(tmp_path / "demo/train.parquet"), "--out", str(tmp_path / "policy"),
-                              "--max_prompt_tokens", "320"], tmp_path / "warm.log", timeout=300)
+    timings["demo_data"] = run(
+        [sys.executable, "-m", "cobalt.data.demo", "--out", str(tmp_path / "demo"), "--limit", "12"],
+        tmp_path / "demo.log",
+        timeout=300,
+    )
+    timings["warm_up"] = run(
+        [
+            sys.executable,
+            "-m",
+            "cobalt.train.tiny_policy",
+            "warm",
+            "--data",
+            str(tmp_path / "demo/train.parquet"),
+            "--out",
+            str(tmp_path / "policy"),
+            "--max_prompt_tokens",
+            "320",
+        ],
+        tmp_path / "warm.log",
+        timeout=300,
+    )
 
     # Three steps, of which at least two must learn: with a tiny policy sampled at temperature 1,
     # one step's whole batch can occasionally score the same (e.g. every response malformed).
     timings["run_1"] = launch(tmp_path, ray_head.address, "run1", "trainer.total_training_steps=3")
     first = metrics(tmp_path / "run1.jsonl")
     assert sorted(first) == [1, 2, 3]
-    learning_steps = [step for step, m in first.items()
-                      # rewards vary within groups, so GRPO advantages and the policy-gradient loss are non-zero
-                      if m["critic/score/max"] > m["critic/score/min"]
-                      and max(abs(m["critic/advantages/max"]), abs(m["critic/advantages/min"])) > 0
-                      and m["actor/pg_loss"] != 0]
-    assert len(learning_steps) >= 2, {step: {k: v for k, v in m.items() if k.startswith(("critic/", "actor/pg"))}
-                                      for step, m in first.items()}
+    learning_steps = [
+        step
+        for step, m in first.items()
+        # rewards vary within groups, so GRPO advantages and the policy-gradient loss are non-zero
+        if m["critic/score/max"] > m["critic/score/min"]
+        and max(abs(m["critic/advantages/max"]), abs(m["critic/advantages/min"])) > 0
+        and m["actor/pg_loss"] != 0
+    ]
+    assert len(learning_steps) >= 2, {
+        step: {k: v for k, v in m.items() if k.startswith(("critic/", "actor/pg"))}
+        for step, m in first.items()
+    }
     for m in first.values():
         # the reward manager's extras reached the logger (cobalt_sync trainer)
         assert 0 <= m["reward/pass_rate/mean"] <= 1 and m["reward/evaluator_failure/count"] == 0, m
@@ -91,11 +135,27 @@ def test_grpo_on_cpu_learns_checkpoints_and_resumes(tmp_path, ray_head):
     assert (checkpoint / "latest_checkpointed_iteration.txt").read_text().strip() == "3"
     assert (checkpoint / "global_step_2" / "actor").is_dir()  # save_freq 2, and the last step
 
-    timings["run_2"] = launch(tmp_path, ray_head.address, "run2", "trainer.total_training_steps=4",
-                              "trainer.save_freq=4", "trainer.test_freq=-1")
+    timings["run_2"] = launch(
+        tmp_path,
+        ray_head.address,
+        "run2",
+        "trainer.total_training_steps=4",
+        "trainer.save_freq=4",
+        "trainer.test_freq=-1",
+    )
     second = metrics(tmp_path / "run2.jsonl")
     assert sorted(second) == [4], f"the resumed run should continue at step 4, logged {sorted(second)}"
     assert second[4]["training/global_step"] == 4
     assert (checkpoint / "latest_checkpointed_iteration.txt").read_text().strip() == "4"
-    print(json.dumps({"timings_s": timings, "step_1": {k: first[1][k] for k in sorted(first[1])
-                                                       if k.startswith(("critic/", "actor/pg", "reward/"))}}))
+    print(
+        json.dumps(
+            {
+                "timings_s": timings,
+                "step_1": {
+                    k: first[1][k]
+                    for k in sorted(first[1])
+                    if k.startswith(("critic/", "actor/pg", "reward/"))
+                },
+            }
+        )
+    )

@@ -15,7 +15,11 @@ from omegaconf import OmegaConf  # noqa: E402
 from verl import DataProto  # noqa: E402
 
 from cobalt.train.reward_manager import (  # noqa: E402
-    EXTRA_KEYS, CobaltRewardManager, RewardManagerSettings, per_worker_limit)
+    EXTRA_KEYS,
+    CobaltRewardManager,
+    RewardManagerSettings,
+    per_worker_limit,
+)
 
 PAD = 0
 SPECIAL = 99  # an "end of sequence" id the fake tokenizer renders unless told to skip it
@@ -28,8 +32,9 @@ class FakeTokenizer:
     def decode(self, ids, skip_special_tokens=False):
         self.calls.append(skip_special_tokens)
         ids = [int(i) for i in ids]
-        return " ".join("<eos>" if i == SPECIAL else f"t{i}" for i in ids
-                        if not (skip_special_tokens and i == SPECIAL))
+        return " ".join(
+            "<eos>" if i == SPECIAL else f"t{i}" for i in ids if not (skip_special_tokens and i == SPECIAL)
+        )
 
 
 def make_batch(valid_lengths, prompt_len=3, response_len=6, splits=None, sources=None):
@@ -44,19 +49,34 @@ def make_batch(valid_lengths, prompt_len=3, response_len=6, splits=None, sources
         response_mask[row, :length] = 1
     attention_mask = torch.cat([torch.ones((n, prompt_len), dtype=torch.long), response_mask], dim=1)
     splits = splits or ["train"] * n
-    extra = np.array([{"split": s, "index": i, "prev_best_pass_rate": 0.25} for i, s in enumerate(splits)],
-                     dtype=object)
-    gts = np.array([{"style": "rule", "ground_truth": json.dumps({"inputs": ["1"], "outputs": [str(i)]})}
-                    for i in range(n)], dtype=object)
+    extra = np.array(
+        [{"split": s, "index": i, "prev_best_pass_rate": 0.25} for i, s in enumerate(splits)], dtype=object
+    )
+    gts = np.array(
+        [
+            {"style": "rule", "ground_truth": json.dumps({"inputs": ["1"], "outputs": [str(i)]})}
+            for i in range(n)
+        ],
+        dtype=object,
+    )
     return DataProto.from_dict(
         tensors={"prompts": prompts, "responses": responses, "attention_mask": attention_mask},
-        non_tensors={"data_source": np.array(sources or ["code_taco_verified"] * n, dtype=object),
-                     "reward_model": gts, "extra_info": extra})
+        non_tensors={
+            "data_source": np.array(sources or ["code_taco_verified"] * n, dtype=object),
+            "reward_model": gts,
+            "extra_info": extra,
+        },
+    )
 
 
 def make_manager(compute_score, num_workers=1, **settings):
-    config = OmegaConf.create({"reward": {"num_workers": num_workers, "reward_kwargs": {"cobalt": settings}},
-                               "data": {"train_batch_size": 2}, "actor_rollout_ref": {"rollout": {"n": 2}}})
+    config = OmegaConf.create(
+        {
+            "reward": {"num_workers": num_workers, "reward_kwargs": {"cobalt": settings}},
+            "data": {"train_batch_size": 2},
+            "actor_rollout_ref": {"rollout": {"n": 2}},
+        }
+    )
     return CobaltRewardManager(config, FakeTokenizer(), compute_score)
 
 
@@ -126,7 +146,7 @@ def test_an_evaluator_failure_scores_minus_one_and_never_raises():
         return 1.0
 
     manager = make_manager(flaky)
-    rewards, extras = score(manager, make_batch([2, 2, 2]))
+    _rewards, extras = score(manager, make_batch([2, 2, 2]))
     assert extras["acc"] == [1.0, -1.0, 1.0]
     assert extras["evaluator_failure"] == [0.0, 1.0, 0.0] and extras["evaluator_timeout"] == [0.0] * 3
     assert manager.counts["failures"] == 1
@@ -173,22 +193,41 @@ def test_one_example_is_printed_per_data_source_per_batch(capsys):
 
 
 def test_settings_come_from_reward_kwargs_and_unknown_keys_are_rejected():
-    config = OmegaConf.create({"reward": {"reward_kwargs": {"cobalt": {"timeout_s": 5, "val_splits": ["dev"]}}}})
+    config = OmegaConf.create(
+        {"reward": {"reward_kwargs": {"cobalt": {"timeout_s": 5, "val_splits": ["dev"]}}}}
+    )
     settings = RewardManagerSettings.from_verl_config(config)
     assert settings.timeout_s == 5 and settings.val_splits == ("dev",) and settings.max_in_flight == 64
     assert RewardManagerSettings.from_verl_config(OmegaConf.create({"reward": {}})) == RewardManagerSettings()
     with pytest.raises(ValueError, match="timeout"):
-        RewardManagerSettings.from_verl_config(OmegaConf.create({"reward": {"reward_kwargs": {"cobalt": {"timeout": 1}}}}))
+        RewardManagerSettings.from_verl_config(
+            OmegaConf.create({"reward": {"reward_kwargs": {"cobalt": {"timeout": 1}}}})
+        )
 
 
 def test_training_step_metrics_average_the_reward_extras():
     pytest.importorskip("transfer_queue")
     from cobalt.train.trainer import reward_extra_metrics
 
-    infos = [{"acc": 1.0, "pass_rate": 1.0, "improvement": 0.0, "format_penalized": 0.0,
-              "evaluator_failure": 0.0, "evaluator_timeout": 0.0},
-             {"acc": -1.0, "pass_rate": 0.0, "improvement": 0.0, "format_penalized": 1.0,
-              "evaluator_failure": 1.0, "evaluator_timeout": 1.0}, {}]
+    infos = [
+        {
+            "acc": 1.0,
+            "pass_rate": 1.0,
+            "improvement": 0.0,
+            "format_penalized": 0.0,
+            "evaluator_failure": 0.0,
+            "evaluator_timeout": 0.0,
+        },
+        {
+            "acc": -1.0,
+            "pass_rate": 0.0,
+            "improvement": 0.0,
+            "format_penalized": 1.0,
+            "evaluator_failure": 1.0,
+            "evaluator_timeout": 1.0,
+        },
+        {},
+    ]
     metrics = reward_extra_metrics(infos)
     assert metrics["reward/pass_rate/mean"] == 0.5 and metrics["reward/acc/mean"] == 0.0
     assert metrics["reward/format_penalized/mean"] == 0.5

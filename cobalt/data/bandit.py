@@ -20,17 +20,17 @@ from __future__ import annotations
 
 import json
 import random
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 
 from cobalt.prompts import ALL_PUBLIC_PASSED_MARKER
 
 ASSUMED_PUBLIC_TESTS = 4
-SUBSET_SIZE = 4          # m
-MAX_CANDIDATES = 16      # n
-NUM_TURNS = 3            # cuts after 4, 6, 8 messages
+SUBSET_SIZE = 4  # m
+MAX_CANDIDATES = 16  # n
+NUM_TURNS = 3  # cuts after 4, 6, 8 messages
 TEST_MESSAGES = 8
 MAX_PROMPT_TOKENS = 10_000
 SHUFFLE_SEED = 42
@@ -42,22 +42,24 @@ class BanditOptions:
     num_turns: int = NUM_TURNS
     max_prompt_tokens: int = MAX_PROMPT_TOKENS
     seed: int = SHUFFLE_SEED
-    actual_public_count: bool = False   # False = the reference's "4 public tests" quirk
-    strict_subset_size: bool = False    # False = the reference's slice quirk (> 16 candidates)
+    actual_public_count: bool = False  # False = the reference's "4 public tests" quirk
+    strict_subset_size: bool = False  # False = the reference's slice quirk (> 16 candidates)
 
 
 @dataclass
 class BanditCounts:
-    skipped: int = 0          # every turn-0 sample passed every test
-    kept: int = 0             # problems with at least one conversation selected
-    emitted: int = 0          # bandit prompts written (turn-0 prompts included)
-    public_passes: int = 0    # cuts stopped because the pass rate was already 1 twice
+    skipped: int = 0  # every turn-0 sample passed every test
+    kept: int = 0  # problems with at least one conversation selected
+    emitted: int = 0  # bandit prompts written (turn-0 prompts included)
+    public_passes: int = 0  # cuts stopped because the pass rate was already 1 twice
 
     def lines(self) -> list[str]:
-        return [f"Skipped examples: {self.skipped}",
-                f"Unique examples with conversations extracted: {self.kept}",
-                f"Total conversations extracted: {self.emitted}",
-                f"Total turns where public test cases passed: {self.public_passes}"]
+        return [
+            f"Skipped examples: {self.skipped}",
+            f"Unique examples with conversations extracted: {self.kept}",
+            f"Total conversations extracted: {self.emitted}",
+            f"Total turns where public test cases passed: {self.public_passes}",
+        ]
 
 
 def combined_pass_rates(hidden, public, n_tests: int, n_public: int = ASSUMED_PUBLIC_TESTS):
@@ -73,8 +75,13 @@ def candidates(rates: np.ndarray, is_test: bool) -> tuple[list[int], list[float]
     return sorted(keep, key=lambda i: spread[i]), spread.tolist()
 
 
-def max_variance_subset(ordered: list[int], spread: list[float], m: int = SUBSET_SIZE,
-                        n_max: int = MAX_CANDIDATES, strict_size: bool = False) -> list[int]:
+def max_variance_subset(
+    ordered: list[int],
+    spread: list[float],
+    m: int = SUBSET_SIZE,
+    n_max: int = MAX_CANDIDATES,
+    strict_size: bool = False,
+) -> list[int]:
     """Down-sample to ``m`` conversations with a high variance of spreads (arXiv 2504.13818).
 
     Start from the ``m`` lowest; for k = 0..m−1 try replacing the tail with the ``k`` highest
@@ -92,22 +99,26 @@ def max_variance_subset(ordered: list[int], spread: list[float], m: int = SUBSET
         ordered = ordered[:n]
     subset = ordered[:m]
     for k in range(m):
-        trial = subset[:m - k] + ordered[n - k:]
+        trial = subset[: m - k] + ordered[n - k :]
         if np.var([spread[i] for i in trial]) > np.var([spread[i] for i in subset]):
             subset = trial
     return subset
 
 
-def stop_reason(conv: list[dict], turn: int, rates_row, num_turns: int,
-                too_long: Callable[[list[dict]], bool]) -> str | None:
+def stop_reason(
+    conv: list[dict], turn: int, rates_row, num_turns: int, too_long: Callable[[list[dict]], bool]
+) -> str | None:
     """Why the cut after ``turn`` messages (and all later ones) is not emitted, or None."""
     marker = ALL_PUBLIC_PASSED_MARKER
     if marker in conv[turn - 1]["content"] and marker in conv[turn - 3]["content"]:
         return "passed twice"
     if too_long(conv[:turn]):
         return "too long"
-    if turn // 2 < num_turns and _rate_at(rates_row, turn // 2 - 2) == 1.0 \
-            and _rate_at(rates_row, turn // 2) == 1.0:
+    if (
+        turn // 2 < num_turns
+        and _rate_at(rates_row, turn // 2 - 2) == 1.0
+        and _rate_at(rates_row, turn // 2) == 1.0
+    ):
         return "solved"
     return None
 
@@ -118,9 +129,13 @@ def _rate_at(row, i: int):
 
 
 def prompt_record(record: dict, conversation: list[dict], prev_best: float) -> dict:
-    return {"example_id": record["id"], "conversation": conversation,
-            "test_cases": record["test_cases"], "difficulty": record.get("difficulty"),
-            "prev_best_pass_rate": prev_best}
+    return {
+        "example_id": record["id"],
+        "conversation": conversation,
+        "test_cases": record["test_cases"],
+        "difficulty": record.get("difficulty"),
+        "prev_best_pass_rate": prev_best,
+    }
 
 
 def select_conversations(record: dict, rates: np.ndarray, opts: BanditOptions) -> list[tuple]:
@@ -140,8 +155,7 @@ def problem_rates(record: dict, opts: BanditOptions) -> np.ndarray:
     n_public = ASSUMED_PUBLIC_TESTS
     if opts.actual_public_count and "public_test_cases" in record:
         n_public = len(json.loads(record["public_test_cases"])["inputs"])
-    return combined_pass_rates(record["all_pass_rates"], record["public_pass_rates"],
-                               n_tests, n_public)
+    return combined_pass_rates(record["all_pass_rates"], record["public_pass_rates"], n_tests, n_public)
 
 
 def prompts_for_problem(record: dict, opts: BanditOptions, too_long, counts: BanditCounts) -> list:
@@ -161,13 +175,14 @@ def prompts_for_problem(record: dict, opts: BanditOptions, too_long, counts: Ban
             counts.public_passes += reason == "solved"
             if reason:
                 break
-            earlier = rates[idx][:(turn - 2) // 2].tolist()
+            earlier = rates[idx][: (turn - 2) // 2].tolist()
             out.append(prompt_record(record, conv[:turn], max(earlier) if earlier else 0.0))
     return out
 
 
-def build_bandit_prompts(records, count_tokens: Callable[[list[dict]], int],
-                         opts: BanditOptions | None = None) -> tuple[list[dict], BanditCounts]:
+def build_bandit_prompts(
+    records, count_tokens: Callable[[list[dict]], int], opts: BanditOptions | None = None
+) -> tuple[list[dict], BanditCounts]:
     """Validated trajectory records → shuffled bandit prompts and the counts."""
     opts = opts or BanditOptions()
     counts = BanditCounts()

@@ -5,22 +5,28 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import Callable
+from collections.abc import Callable
 
 from cobalt.errors import ConfigError, DataError
 
 
 def add_overwrite(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--overwrite", action="store_true",
-                        help="replace existing output files (by default an existing output is an error)")
+    parser.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace existing output files (by default an existing output is an error)",
+    )
 
 
 def add_evaluator(parser: argparse.ArgumentParser, allow_none: bool = False) -> None:
     choices = ["serve", "local"] + (["none"] if allow_none else [])
-    parser.add_argument("--evaluator", choices=choices, default="serve",
-                        help="'serve': the Ray Serve Evaluator deployment (start it first); "
-                             "'local': the sandbox in this process"
-                             + ("; 'none': skip code execution" if allow_none else ""))
+    parser.add_argument(
+        "--evaluator",
+        choices=choices,
+        default="serve",
+        help="'serve': the Ray Serve Evaluator deployment (start it first); "
+        "'local': the sandbox in this process" + ("; 'none': skip code execution" if allow_none else ""),
+    )
 
 
 def make_evaluator(kind: str):
@@ -57,6 +63,11 @@ def verl_preproc(description: str, multi_turn: bool) -> None:
     p.add_argument("--val_data_file", default="data/taco_verified_filtered_dev.jsonl")
     add_overwrite(p)
     args = p.parse_args()
-    counts = convert(args.train_data_file, args.val_data_file, args.local_dir,
-                     multi_turn=multi_turn, overwrite=args.overwrite)
+    counts = convert(
+        args.train_data_file,
+        args.val_data_file,
+        args.local_dir,
+        multi_turn=multi_turn,
+        overwrite=args.overwrite,
+    )
     print(f"wrote {counts['train']} train and {counts['test']} test rows to {args.local_dir}")

@@ -21,11 +21,18 @@ from cobalt.data.tokens import build_tiny_tokenizer, load_tokenizer, prompt_toke
 from cobalt.data.verl_rows import convert
 from cobalt.jsonl import write_jsonl
 
-FILES = {"problems_train": "problems/train.jsonl", "problems_dev": "problems/dev.jsonl",
-         "traj_train": "trajectories/train.jsonl", "traj_dev": "trajectories/dev.jsonl",
-         "bandit_train": "bandit/train.jsonl", "bandit_test": "bandit/test.jsonl",
-         "train": "train.parquet", "test": "test.parquet",
-         "single_train": "single_turn/train.parquet", "single_test": "single_turn/test.parquet"}
+FILES = {
+    "problems_train": "problems/train.jsonl",
+    "problems_dev": "problems/dev.jsonl",
+    "traj_train": "trajectories/train.jsonl",
+    "traj_dev": "trajectories/dev.jsonl",
+    "bandit_train": "bandit/train.jsonl",
+    "bandit_test": "bandit/test.jsonl",
+    "train": "train.parquet",
+    "test": "test.parquet",
+    "single_train": "single_turn/train.parquet",
+    "single_test": "single_turn/test.parquet",
+}
 
 
 def embedded_raw(out: Path, limit: int | None) -> tuple[Path, dict]:
@@ -39,16 +46,25 @@ def embedded_raw(out: Path, limit: int | None) -> tuple[Path, dict]:
     return path, programs
 
 
-def build_demo(out, *, model_name=None, evaluator_kind: str = "local", limit: int | None = None,
-               seed: int = 42, dev_ratio: float = 0.2, overwrite: bool = False,
-               synthetic: SyntheticOptions | None = None) -> dict:
+def build_demo(
+    out,
+    *,
+    model_name=None,
+    evaluator_kind: str = "local",
+    limit: int | None = None,
+    seed: int = 42,
+    dev_ratio: float = 0.2,
+    overwrite: bool = False,
+    synthetic: SyntheticOptions | None = None,
+) -> dict:
     out = Path(out)
     paths = {k: out / v for k, v in FILES.items()}
     cli.refuse_existing(paths.values(), overwrite)
     evaluator = cli.make_evaluator(evaluator_kind)
     raw_path, programs = embedded_raw(out, limit)
-    _, train, dev, summary = taco.preprocess_taco(iter_local(raw_path), evaluator=evaluator,
-                                                  seed=seed, dev_ratio=dev_ratio, path=raw_path)
+    _, train, dev, summary = taco.preprocess_taco(
+        iter_local(raw_path), evaluator=evaluator, seed=seed, dev_ratio=dev_ratio, path=raw_path
+    )
     print("\n".join(summary.lines()))
     write_jsonl(paths["problems_train"], train, overwrite=True)
     write_jsonl(paths["problems_dev"], dev, overwrite=True)
@@ -64,16 +80,21 @@ def build_demo(out, *, model_name=None, evaluator_kind: str = "local", limit: in
     counts = {}
     for split, name, is_test in (("train", "bandit_train", False), ("dev", "bandit_test", True)):
         records = [r for _, r in bandit_records(paths[f"traj_{split}"])]
-        prompts, c = bandit.build_bandit_prompts(records, count_tokens,
-                                                 bandit.BanditOptions(is_test=is_test))
+        prompts, c = bandit.build_bandit_prompts(records, count_tokens, bandit.BanditOptions(is_test=is_test))
         print(f"[{split}] " + "; ".join(c.lines()))
         write_jsonl(paths[name], prompts, overwrite=True)
         counts[name] = len(prompts)
 
-    counts.update(convert(paths["bandit_train"], paths["bandit_test"], out, multi_turn=True,
-                          overwrite=overwrite))
-    single = convert(paths["problems_train"], paths["problems_dev"], out / "single_turn",
-                     multi_turn=False, overwrite=overwrite)
+    counts.update(
+        convert(paths["bandit_train"], paths["bandit_test"], out, multi_turn=True, overwrite=overwrite)
+    )
+    single = convert(
+        paths["problems_train"],
+        paths["problems_dev"],
+        out / "single_turn",
+        multi_turn=False,
+        overwrite=overwrite,
+    )
     counts.update({f"single_{k}": v for k, v in single.items()})
     return counts
 
@@ -87,9 +108,12 @@ def bandit_records(path):
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--out", required=True, help="output directory")
-    p.add_argument("--model_name", default=None,
-                   help="tokenizer (hub name or local dir) for the prompt-length limit; "
-                        "default: a tiny tokenizer built offline in OUT/tokenizer")
+    p.add_argument(
+        "--model_name",
+        default=None,
+        help="tokenizer (hub name or local dir) for the prompt-length limit; "
+        "default: a tiny tokenizer built offline in OUT/tokenizer",
+    )
     p.add_argument("--limit", type=int, default=None, help="use only the first N problems")
     p.add_argument("--num_samples", type=int, default=16, help="conversations per problem")
     p.add_argument("--num_turns", type=int, default=2, help="feedback turns after turn 0")
@@ -98,11 +122,16 @@ def main() -> None:
     p.add_argument("--evaluator", choices=["local", "serve"], default="local")
     cli.add_overwrite(p)
     args = p.parse_args()
-    counts = build_demo(args.out, model_name=args.model_name, evaluator_kind=args.evaluator,
-                        limit=args.limit, seed=args.seed, dev_ratio=args.dev_ratio,
-                        overwrite=args.overwrite,
-                        synthetic=SyntheticOptions(num_samples=args.num_samples,
-                                                   num_turns=args.num_turns, seed=args.seed))
+    counts = build_demo(
+        args.out,
+        model_name=args.model_name,
+        evaluator_kind=args.evaluator,
+        limit=args.limit,
+        seed=args.seed,
+        dev_ratio=args.dev_ratio,
+        overwrite=args.overwrite,
+        synthetic=SyntheticOptions(num_samples=args.num_samples, num_turns=args.num_turns, seed=args.seed),
+    )
     print("rows: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
     print(f"veRL data: {Path(args.out) / 'train.parquet'} and {Path(args.out) / 'test.parquet'}")
 

@@ -18,8 +18,14 @@ def failure_result(message: str) -> dict:
     return {"passing": [False], "feedback": [message]}
 
 
-async def run_jobs(evaluator, jobs: list[tuple[str | None, str]], *, concurrency: int = 64,
-                   timeout: float = 300.0, desc: str = "executing") -> list[dict]:
+async def run_jobs(
+    evaluator,
+    jobs: list[tuple[str | None, str]],
+    *,
+    concurrency: int = 64,
+    timeout: float = 300.0,
+    desc: str = "executing",
+) -> list[dict]:
     """Execution results for ``(code, test_cases)`` jobs, in order. ``code=None`` = no program."""
     unique = list(dict.fromkeys(job for job in jobs if job[0] is not None))
     semaphore = asyncio.Semaphore(concurrency)
@@ -29,7 +35,7 @@ async def run_jobs(evaluator, jobs: list[tuple[str | None, str]], *, concurrency
         async with semaphore:
             try:
                 return await asyncio.wait_for(evaluator.evaluate(code, tests), timeout=timeout)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 return failure_result(f"TimeoutError: evaluation did not finish in {timeout:g} seconds.")
             except Exception as e:  # the evaluator's failure counts as one failing test
                 return failure_result(f"Exception: {type(e).__name__}: {e}")

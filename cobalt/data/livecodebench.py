@@ -61,8 +61,9 @@ def decode_private_tests(encoded: str, *, path=None, line=None) -> list[dict]:
     except DataError as e:
         raise type(e)(e.problem, path=path, line=line, field=field) from None
     except (binascii.Error, zlib.error, json.JSONDecodeError, ValueError) as e:
-        raise DataError(f"cannot decode ({type(e).__name__}: {e})", path=path, line=line,
-                        field=field) from None
+        raise DataError(
+            f"cannot decode ({type(e).__name__}: {e})", path=path, line=line, field=field
+        ) from None
     return _check_pairs(tests, field, path, line)
 
 
@@ -70,10 +71,14 @@ def _check_pairs(tests, field, path, line) -> list[dict]:
     if not isinstance(tests, list):
         raise DataError("expected a list of {input, output}", path=path, line=line, field=field)
     for i, test in enumerate(tests):
-        if not (isinstance(test, dict) and isinstance(test.get("input"), str)
-                and isinstance(test.get("output"), str)):
-            raise DataError(f"test {i} is not an {{input, output}} pair of strings",
-                            path=path, line=line, field=field)
+        if not (
+            isinstance(test, dict)
+            and isinstance(test.get("input"), str)
+            and isinstance(test.get("output"), str)
+        ):
+            raise DataError(
+                f"test {i} is not an {{input, output}} pair of strings", path=path, line=line, field=field
+            )
     return tests
 
 
@@ -99,8 +104,9 @@ def _public_tests(raw: dict, path, line) -> list[dict]:
         try:
             value = json.loads(value)
         except json.JSONDecodeError as e:
-            raise DataError(f"not valid JSON ({e.msg})", path=path, line=line,
-                            field="public_test_cases") from None
+            raise DataError(
+                f"not valid JSON ({e.msg})", path=path, line=line, field="public_test_cases"
+            ) from None
     return _check_pairs(value, "public_test_cases", path, line)
 
 
@@ -112,17 +118,19 @@ def convert_record(raw: dict, *, path=None, line=None, max_hidden: int | None = 
     if not isinstance(raw["private_test_cases"], str):
         raise DataError("expected a string", path=path, line=line, field="private_test_cases")
     public = _public_tests(raw, path, line)
-    hidden = select_hidden(decode_private_tests(raw["private_test_cases"], path=path, line=line),
-                           max_hidden)
+    hidden = select_hidden(decode_private_tests(raw["private_test_cases"], path=path, line=line), max_hidden)
     record = {k: v for k, v in raw.items() if k not in RAW_FIELDS}
     question = cut_question(raw["question_content"]).strip()
-    record.update({
-        "id": raw["question_id"],
-        "question": question,
-        "instruction": build_instruction(question),
-        "public_test_cases": dump_test_cases([t["input"] for t in public], [t["output"] for t in public]),
-        "hidden_test_cases": dump_test_cases([t["input"] for t in hidden], [t["output"] for t in hidden]),
-        "test_cases": dump_test_cases([t["input"] for t in public + hidden],
-                                      [t["output"] for t in public + hidden]),
-    })
+    record.update(
+        {
+            "id": raw["question_id"],
+            "question": question,
+            "instruction": build_instruction(question),
+            "public_test_cases": dump_test_cases([t["input"] for t in public], [t["output"] for t in public]),
+            "hidden_test_cases": dump_test_cases([t["input"] for t in hidden], [t["output"] for t in hidden]),
+            "test_cases": dump_test_cases(
+                [t["input"] for t in public + hidden], [t["output"] for t in public + hidden]
+            ),
+        }
+    )
     return record

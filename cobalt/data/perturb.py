@@ -46,12 +46,14 @@ def perturb_records(records, seed: int = 42, *, path=None) -> tuple[list[dict], 
     for line, record in records:
         if "public_test_cases" not in record:
             raise DataError("missing", path=path, line=line, field="public_test_cases")
-        public = parse_test_cases(record["public_test_cases"], path=path, line=line,
-                                  field="public_test_cases")
+        public = parse_test_cases(
+            record["public_test_cases"], path=path, line=line, field="public_test_cases"
+        )
         perturbed = perturb_tests(public, rng)
         if perturbed is None:
             skipped += 1
             continue
-        out.append({**record, "modified_test_cases": perturbed[0],
-                    "perturbed_public_test_cases": perturbed[1]})
+        out.append(
+            {**record, "modified_test_cases": perturbed[0], "perturbed_public_test_cases": perturbed[1]}
+        )
     return out, skipped

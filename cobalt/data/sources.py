@@ -7,8 +7,8 @@ Each record comes with its position so later errors can name it: ``(line, record
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Iterable, Iterator
 
 from cobalt.errors import DataError
 from cobalt.jsonl import read_jsonl
@@ -21,8 +21,9 @@ def looks_local(source: str) -> bool:
     return os.path.exists(source) or source.endswith(LOCAL_SUFFIXES) or source.startswith((".", "/"))
 
 
-def iter_records(source: str | os.PathLike, required: Iterable[str] = (),
-                 split: str = "train") -> Iterator[tuple[int, dict]]:
+def iter_records(
+    source: str | os.PathLike, required: Iterable[str] = (), split: str = "train"
+) -> Iterator[tuple[int, dict]]:
     """Yield ``(line, record)`` from a local file, or from the hub when ``source`` is a name."""
     source = str(source)
     if not looks_local(source):
@@ -80,8 +81,9 @@ def require(record: dict, field: str, types: type | tuple, *, path=None, line=No
         raise DataError("missing", path=path, line=line, field=field)
     value = record[field]
     if not isinstance(value, types):
-        raise DataError(f"expected {_type_names(types)}, got {type(value).__name__}",
-                        path=path, line=line, field=field)
+        raise DataError(
+            f"expected {_type_names(types)}, got {type(value).__name__}", path=path, line=line, field=field
+        )
     return value
 
 

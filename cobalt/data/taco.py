@@ -51,8 +51,10 @@ class TacoSummary:
     def lines(self) -> list[str]:
         out = [f"read {self.read} raw problems, kept {self.kept} after the filters"]
         out += [f"  dropped {n}: {reason}" for reason, n in sorted(self.dropped.items())]
-        out.append(f"reference solutions checked on {self.checked} problems: {self.unsolved} "
-                   f"unsolved ({self.unsolved_dropped} dropped)")
+        out.append(
+            f"reference solutions checked on {self.checked} problems: {self.unsolved} "
+            f"unsolved ({self.unsolved_dropped} dropped)"
+        )
         out.append(f"split: {self.train} train, {self.dev} dev")
         return out
 
@@ -83,14 +85,15 @@ def check_question(question: str) -> None:
         raise Dropped(f"question has fewer than {MIN_ALNUM_CHARS} alphanumeric characters")
 
 
-def select_tests(inputs: list[str], outputs: list[str],
-                 max_tests: int = MAX_TESTS) -> tuple[list[str], list[str]]:
+def select_tests(
+    inputs: list[str], outputs: list[str], max_tests: int = MAX_TESTS
+) -> tuple[list[str], list[str]]:
     """Over ``max_tests``: the quarter shortest then the rest longest, as the reference orders them."""
     if len(inputs) <= max_tests:
         return inputs, outputs
     longest_first = sorted(range(len(inputs)), key=lambda i: len(inputs[i]), reverse=True)
     n_short = max_tests // 4
-    chosen = longest_first[-n_short:] + longest_first[:max_tests - n_short]
+    chosen = longest_first[-n_short:] + longest_first[: max_tests - n_short]
     return [inputs[i] for i in chosen], [outputs[i] for i in chosen]
 
 
@@ -152,15 +155,17 @@ def solution_program(code: str, fn_name: str) -> str:
     return program + f"\nprint({fn_name}(*input().split()))" if fn_name else program
 
 
-async def any_solution_passes(evaluator, solutions: list[str], problem: dict,
-                              semaphore: asyncio.Semaphore, timeout: float = 30.0) -> bool:
+async def any_solution_passes(
+    evaluator, solutions: list[str], problem: dict, semaphore: asyncio.Semaphore, timeout: float = 30.0
+) -> bool:
     """Run the solutions one after another until one passes every test (as the reference)."""
     for code in solutions:
         async with semaphore:
             try:
                 result = await asyncio.wait_for(
-                    evaluator.evaluate(solution_program(code, problem["fn_name"]),
-                                       problem["test_cases"]), timeout=timeout)
+                    evaluator.evaluate(solution_program(code, problem["fn_name"]), problem["test_cases"]),
+                    timeout=timeout,
+                )
             except Exception:  # timeout or evaluator failure: this solution does not count
                 result = failure_result("Execution error.")
         if pass_rate(result) == 1.0:
@@ -168,8 +173,9 @@ async def any_solution_passes(evaluator, solutions: list[str], problem: dict,
     return False
 
 
-async def find_solved(evaluator, problems: list[dict], solutions: list[list[str]],
-                      concurrency: int = 64) -> list[bool]:
+async def find_solved(
+    evaluator, problems: list[dict], solutions: list[list[str]], concurrency: int = 64
+) -> list[bool]:
     """For each problem, whether some reference solution passes all its tests."""
     semaphore = asyncio.Semaphore(concurrency)
     bar = tqdm(total=len(problems), desc="checking reference solutions", unit="problem")
@@ -194,8 +200,9 @@ def split_train_dev(problems: list[dict], dev_ratio: float, seed: int) -> tuple[
     return order[n_dev:], order[:n_dev]
 
 
-def filter_all(records, summary: TacoSummary, seed: int, *, path=None,
-               num_public: int = NUM_PUBLIC) -> tuple[list[dict], list[list[str]]]:
+def filter_all(
+    records, summary: TacoSummary, seed: int, *, path=None, num_public: int = NUM_PUBLIC
+) -> tuple[list[dict], list[list[str]]]:
     """Apply the filters to ``(line, raw)`` pairs; returns the problems and their solutions."""
     problems, solutions = [], []
     for line, raw in tqdm(records, desc="filtering TACO", unit="problem"):
@@ -211,9 +218,16 @@ def filter_all(records, summary: TacoSummary, seed: int, *, path=None,
     return problems, solutions
 
 
-def preprocess_taco(records, *, evaluator=None, drop_unsolved: bool = False, seed: int = 42,
-                    dev_ratio: float = 0.1, path=None,
-                    num_public: int = NUM_PUBLIC) -> tuple[list, list, list, TacoSummary]:
+def preprocess_taco(
+    records,
+    *,
+    evaluator=None,
+    drop_unsolved: bool = False,
+    seed: int = 42,
+    dev_ratio: float = 0.1,
+    path=None,
+    num_public: int = NUM_PUBLIC,
+) -> tuple[list, list, list, TacoSummary]:
     """Raw ``(line, record)`` pairs → ``(problems, train, dev, summary)``; ``problems`` in input
     order. Without an evaluator the reference solutions are not run."""
     if drop_unsolved and evaluator is None:

@@ -18,6 +18,7 @@ def dump_test_cases(inputs: list[str], outputs: list[str]) -> str:
 
 def parse_test_cases(value: object, *, path=None, line=None, field: str = "test_cases") -> dict:
     """Decode and validate a test-case set (a JSON string or an already decoded dict)."""
+
     def fail(problem: str):
         raise DataError(problem, path=path, line=line, field=field)
 

@@ -8,8 +8,8 @@ byte-level BPE tokenizer with a ChatML template, for tests and the offline demo.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 CHATML_TEMPLATE = (
     "{% for message in messages %}<|im_start|>{{ message['role'] }}\n{{ message['content'] }}"
@@ -31,15 +31,17 @@ def prompt_token_counter(tokenizer) -> Callable[[list[dict]], int]:
         raise ValueError("the tokenizer has no chat template; pass a chat model's --model_name")
 
     def count(messages: list[dict]) -> int:
-        ids = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True,
-                                            return_dict=False)
+        ids = tokenizer.apply_chat_template(
+            messages, add_generation_prompt=True, tokenize=True, return_dict=False
+        )
         return len(ids)
 
     return count
 
 
-def build_tiny_tokenizer(out_dir: str | os.PathLike, corpus: list[str] | None = None,
-                         vocab_size: int = 400) -> Path:
+def build_tiny_tokenizer(
+    out_dir: str | os.PathLike, corpus: list[str] | None = None, vocab_size: int = 400
+) -> Path:
     """Train a small byte-level BPE tokenizer with a ChatML template and save it to ``out_dir``."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
@@ -52,11 +54,15 @@ def build_tiny_tokenizer(out_dir: str | os.PathLike, corpus: list[str] | None = 
     bpe = Tokenizer(models.BPE())
     bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     bpe.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=SPECIAL_TOKENS,
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        special_tokens=SPECIAL_TOKENS,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+    )
     bpe.train_from_iterator(corpus, trainer=trainer)
-    tokenizer = PreTrainedTokenizerFast(tokenizer_object=bpe, eos_token="<|im_end|>",
-                                        pad_token="<|endoftext|>", bos_token=None)
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=bpe, eos_token="<|im_end|>", pad_token="<|endoftext|>", bos_token=None
+    )
     tokenizer.chat_template = CHATML_TEMPLATE
     out_dir = Path(out_dir)
     tokenizer.save_pretrained(out_dir)

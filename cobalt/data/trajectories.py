@@ -23,7 +23,7 @@ converts such a record, and the reader does it automatically.
 from __future__ import annotations
 
 import os
-from typing import Iterator
+from collections.abc import Iterator
 
 from cobalt.data.sources import iter_local
 from cobalt.data.testcases import parse_test_cases
@@ -32,8 +32,7 @@ from cobalt.extract import THINK_END, strip_thinking
 from cobalt.prompts import feedback_message, initial_messages
 
 MAX_ANSWER_CHARS = 6000
-REQUIRED = ("id", "test_cases", "conversations", "responses", "turn0_results",
-            "public_pass_rates")
+REQUIRED = ("id", "test_cases", "conversations", "responses", "turn0_results", "public_pass_rates")
 
 
 # --- building conversations (shared with multi-turn inference) ------------------------------------
@@ -64,8 +63,11 @@ def _transpose(rows: list) -> list:
 def from_reference(record: dict) -> dict:
     """A record in the reference's layout (``exec_results``, ``raw_responses`` and
     ``public_pass_rates`` as [turn][conversation]) → our layout."""
-    out = {k: v for k, v in record.items()
-           if k not in ("exec_results", "raw_responses", "public_exec_results", "responses")}
+    out = {
+        k: v
+        for k, v in record.items()
+        if k not in ("exec_results", "raw_responses", "public_exec_results", "responses")
+    }
     out["turn0_results"] = record["exec_results"]
     out["responses"] = _transpose(record.get("raw_responses") or [record.get("responses", [])])
     out["public_pass_rates"] = _transpose(record.get("public_pass_rates", []))
@@ -105,8 +107,11 @@ def _text(checker: _Checker, field: str, value) -> None:
 
 
 def _result(checker: _Checker, field: str, value) -> None:
-    if not isinstance(value, dict) or not isinstance(value.get("passing"), list) \
-            or not isinstance(value.get("feedback"), list):
+    if (
+        not isinstance(value, dict)
+        or not isinstance(value.get("passing"), list)
+        or not isinstance(value.get("feedback"), list)
+    ):
         checker.fail(field, "expected an execution result {passing: [...], feedback: [...]}")
     if not value["passing"] or len(value["passing"]) != len(value["feedback"]):
         checker.fail(field, "'passing' and 'feedback' must be non-empty and of equal length")
@@ -117,8 +122,11 @@ def _conversation(checker: _Checker, conv, n_messages: int) -> None:
         checker.fail("conversations", f"every conversation must have {n_messages} messages")
     for i, msg in enumerate(conv):
         expected = "system" if i == 0 else ("assistant" if i % 2 == 0 else "user")
-        if not isinstance(msg, dict) or msg.get("role") != expected \
-                or not isinstance(msg.get("content"), str):
+        if (
+            not isinstance(msg, dict)
+            or msg.get("role") != expected
+            or not isinstance(msg.get("content"), str)
+        ):
             checker.fail("conversations", f"message {i} must be a {expected!r} message with content")
 
 

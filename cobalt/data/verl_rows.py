@@ -20,16 +20,27 @@ DATA_SOURCE = "code_taco_verified"
 
 
 def _row(prompt: list[dict], test_cases: str, extra: dict) -> dict:
-    return {"data_source": DATA_SOURCE, "prompt": prompt, "ability": "code",
-            "reward_model": {"style": "rule", "ground_truth": test_cases}, "extra_info": extra}
+    return {
+        "data_source": DATA_SOURCE,
+        "prompt": prompt,
+        "ability": "code",
+        "reward_model": {"style": "rule", "ground_truth": test_cases},
+        "extra_info": extra,
+    }
 
 
 def _messages(value, *, path, line, field):
-    if not isinstance(value, list) or not value or not all(
-            isinstance(m, dict) and isinstance(m.get("role"), str)
-            and isinstance(m.get("content"), str) for m in value):
-        raise DataError("expected a non-empty list of {role, content} messages", path=path,
-                        line=line, field=field)
+    if (
+        not isinstance(value, list)
+        or not value
+        or not all(
+            isinstance(m, dict) and isinstance(m.get("role"), str) and isinstance(m.get("content"), str)
+            for m in value
+        )
+    ):
+        raise DataError(
+            "expected a non-empty list of {role, content} messages", path=path, line=line, field=field
+        )
     return [{"role": m["role"], "content": m["content"]} for m in value]
 
 
@@ -38,8 +49,12 @@ def single_turn_row(problem: dict, split: str, *, path=None, line=None) -> dict:
     instruction = require(problem, "instruction", str, path=path, line=line)
     tests = require(problem, "test_cases", str, path=path, line=line)
     parse_test_cases(tests, path=path, line=line)
-    extra = {"split": split, "index": problem.get("id", -1), "prev_best_pass_rate": 0.0,
-             "instruction": instruction}
+    extra = {
+        "split": split,
+        "index": problem.get("id", -1),
+        "prev_best_pass_rate": 0.0,
+        "instruction": instruction,
+    }
     return _row(initial_messages(instruction), tests, extra)
 
 
@@ -50,10 +65,15 @@ def multi_turn_row(prompt: dict, split: str, *, path=None, line=None) -> dict:
     parse_test_cases(tests, path=path, line=line)
     best = prompt.get("prev_best_pass_rate", 0.0)
     if isinstance(best, bool) or not isinstance(best, (int, float)) or not 0 <= best <= 1:
-        raise DataError(f"{best!r} is not a number in [0, 1]", path=path, line=line,
-                        field="prev_best_pass_rate")
-    extra = {"split": split, "index": prompt.get("example_id", -1),
-             "prev_best_pass_rate": float(best), "conversation": conversation}
+        raise DataError(
+            f"{best!r} is not a number in [0, 1]", path=path, line=line, field="prev_best_pass_rate"
+        )
+    extra = {
+        "split": split,
+        "index": prompt.get("example_id", -1),
+        "prev_best_pass_rate": float(best),
+        "conversation": conversation,
+    }
     return _row(conversation, tests, extra)
 
 
@@ -87,12 +107,16 @@ def write_parquet(rows: list[dict], path: str | os.PathLike, overwrite: bool = F
 
 def convert(train_file, val_file, local_dir, multi_turn: bool, overwrite: bool = False) -> dict:
     """``train_file``/``val_file`` JSONL → ``local_dir/train.parquet`` and ``test.parquet``."""
-    outputs = {"train": os.path.join(local_dir, "train.parquet"),
-               "test": os.path.join(local_dir, "test.parquet")}
+    outputs = {
+        "train": os.path.join(local_dir, "train.parquet"),
+        "test": os.path.join(local_dir, "test.parquet"),
+    }
     if not overwrite:
         for out in outputs.values():
             if os.path.exists(out):
                 raise FileExistsError(f"{out} already exists; pass --overwrite to replace it")
-    rows = {"train": rows_from_file(train_file, "train", multi_turn),
-            "test": rows_from_file(val_file, "test", multi_turn)}
+    rows = {
+        "train": rows_from_file(train_file, "train", multi_turn),
+        "test": rows_from_file(val_file, "test", multi_turn),
+    }
     return {split: write_parquet(rows[split], outputs[split], overwrite) for split in outputs}

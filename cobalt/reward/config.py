@@ -31,13 +31,22 @@ class RewardConfig:
     think_bonus_tokens: int = 1024
     keyword_bonus: float = 0.005
     keyword_bonus_cap: float = 0.025
-    keywords: tuple[str, ...] = ("wait", "mistake", "however", "but", "retry", "error", "verify",
-                                 "wrong", "evaluate")
+    keywords: tuple[str, ...] = (
+        "wait",
+        "mistake",
+        "however",
+        "but",
+        "retry",
+        "error",
+        "verify",
+        "wrong",
+        "evaluate",
+    )
 
     def __post_init__(self):
         object.__setattr__(self, "keywords", tuple(self.keywords))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def reward_config(name: str = "reward") -> RewardConfig:
     return from_dict(RewardConfig, load_config(name), source=f"configs/{name}.yaml")

@@ -42,8 +42,11 @@ def format_reward(solution_str: str, correctness_reward: float, cfg: RewardConfi
     count = token_counter(cfg.tokenizer, cfg.fallback_tokenizer)
     think_n, resp_n, expl_n = count(think), count(resp), count(explanation)
     if correctness_reward >= 0:
-        within = (think_n <= cfg.max_think_tokens and resp_n <= cfg.max_response_tokens
-                  and expl_n <= cfg.max_explanation_tokens)
+        within = (
+            think_n <= cfg.max_think_tokens
+            and resp_n <= cfg.max_response_tokens
+            and expl_n <= cfg.max_explanation_tokens
+        )
         return 0.0 if within else cfg.length_penalty_correct
     if think_n <= cfg.max_think_tokens:
         reward = math.tanh(think_n / cfg.think_bonus_tokens) * cfg.think_bonus_scale

@@ -19,7 +19,7 @@ MIN_REPEATS = 8
 def naive_has_repetitive_pattern(s: str, min_block: int = MIN_BLOCK, min_repeats: int = MIN_REPEATS) -> bool:
     """The definition, one regex per block length (slow: for tests and benchmarks)."""
     for length in range(min_block, len(s) // min_repeats + 1):
-        if re.search(r"(.{%d})\1{%d,}" % (length, min_repeats - 1), s, re.DOTALL):
+        if re.search(rf"(.{{{length}}})\1{{{min_repeats - 1},}}", s, re.DOTALL):
             return True
     return False
 
@@ -34,8 +34,8 @@ def has_repetitive_pattern(s: str, min_block: int = MIN_BLOCK, min_repeats: int 
     """
     n = len(s)
     for length in range(min_block, n // min_repeats + 1):
-        need = (min_repeats - 1) * length       # agreeing positions needed in a row
-        last = n - length                        # s[j] == s[j + L] is defined for j < last
+        need = (min_repeats - 1) * length  # agreeing positions needed in a row
+        last = n - length  # s[j] == s[j + L] is defined for j < last
         for j in range(0, last, need):
             if s[j] != s[j + length]:
                 continue
@@ -52,9 +52,10 @@ def _agree_run(s: str, j: int, shift: int, cap: int, forward: bool) -> int:
     """How many consecutive positions (at most ``cap``) agree with the position ``shift`` later:
     forward counts j, j+1, ...; backward counts j-1, j-2, ... Found by doubling then bisecting,
     each probe one slice comparison."""
+
     def agrees(k: int) -> bool:  # the first k positions in the chosen direction all agree
         lo, hi = (j, j + k) if forward else (j - k, j)
-        return s[lo:hi] == s[lo + shift:hi + shift]
+        return s[lo:hi] == s[lo + shift : hi + shift]
 
     good, step = 0, 1
     while good < cap and agrees(min(good + step, cap)):

@@ -39,27 +39,42 @@ def default_evaluator(cfg: RewardConfig) -> Evaluator:
     return get_evaluator(kind)
 
 
-async def run_tests(code: str, ground_truth, evaluator: Evaluator, cfg: RewardConfig) -> tuple[list, str | None]:
+async def run_tests(
+    code: str, ground_truth, evaluator: Evaluator, cfg: RewardConfig
+) -> tuple[list, str | None]:
     """Passing flags on ``ground_truth``; a timeout or evaluator error counts as one failing test."""
     try:
         result = await asyncio.wait_for(evaluator.evaluate(code, ground_truth), cfg.call_timeout_s)
         return list(result["passing"]) or [False], None
-    except asyncio.TimeoutError:
+    except TimeoutError:
         return [False], f"evaluator call exceeded {cfg.call_timeout_s:g} s"
-    except Exception as e:  # noqa: BLE001 - any evaluator failure scores as a failing test
+    except Exception as e:
         log.warning("evaluator call failed: %r", e)
         return [False], f"{type(e).__name__}: {e}"
 
 
-async def score_details(data_source, solution_str: str, ground_truth, extra_info: dict | None = None,
-                        *, evaluator: Evaluator | None = None, config: RewardConfig | None = None) -> dict:
+async def score_details(
+    data_source,
+    solution_str: str,
+    ground_truth,
+    extra_info: dict | None = None,
+    *,
+    evaluator: Evaluator | None = None,
+    config: RewardConfig | None = None,
+) -> dict:
     """The reward and its parts: ``score``, ``pass_rate``, ``correctness``, ``improvement``,
     ``format_reward``, ``has_code``, ``evaluator_error`` (None or the reason)."""
     cfg = config or reward_config()
     extra = dict(extra_info or {})
     is_val = bool(extra.get("is_val", False))
-    details = {"pass_rate": 0.0, "correctness": 0.0, "improvement": 0.0, "format_reward": 0.0,
-               "has_code": False, "evaluator_error": None}
+    details = {
+        "pass_rate": 0.0,
+        "correctness": 0.0,
+        "improvement": 0.0,
+        "format_reward": 0.0,
+        "has_code": False,
+        "evaluator_error": None,
+    }
     code = extract_code(solution_str)
     if code is None:
         return {**details, "score": 0.0 if is_val else -1.0}
@@ -68,15 +83,21 @@ async def score_details(data_source, solution_str: str, ground_truth, extra_info
     correctness = correctness_reward(pass_rate, cfg)
     prev_best = float(extra.get("prev_best_pass_rate") or 0.0)
     reward = with_improvement(correctness, pass_rate, prev_best, cfg)
-    details.update(pass_rate=pass_rate, correctness=correctness, improvement=reward - correctness,
-                   has_code=True, evaluator_error=error)
+    details.update(
+        pass_rate=pass_rate,
+        correctness=correctness,
+        improvement=reward - correctness,
+        has_code=True,
+        evaluator_error=error,
+    )
     if is_val:
         return {**details, "score": 1.0 if pass_rate == 1 else 0.0}
     fmt = format_reward(solution_str, reward, cfg)
     return {**details, "format_reward": fmt, "score": max(-1.0, min(1.0, reward + fmt))}
 
 
-async def compute_score(data_source, solution_str: str, ground_truth, extra_info: dict | None = None,
-                        **kwargs) -> float:
+async def compute_score(
+    data_source, solution_str: str, ground_truth, extra_info: dict | None = None, **kwargs
+) -> float:
     """veRL's reward-function signature: the scalar COBALT reward of one response."""
     return (await score_details(data_source, solution_str, ground_truth, extra_info))["score"]

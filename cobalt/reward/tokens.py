@@ -13,8 +13,8 @@ import gzip
 import importlib.util
 import logging
 import threading
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 log = logging.getLogger("cobalt.reward")
 _lock = threading.Lock()
@@ -60,28 +60,35 @@ def _tiktoken_from_wheel(name: str):
     return tiktoken.Encoding(**params)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def token_counter(name: str = "o200k_base", fallback: str | None = None) -> Callable[[str], int]:
     """A function text -> number of tokens (special-token text counts as ordinary text)."""
     errors = []
     try:
         encoding = _tiktoken_from_wheel(name)
         return lambda text: len(encoding.encode_ordinary(text))
-    except Exception as e:  # noqa: BLE001 - try the next source
+    except Exception as e:
         errors.append(f"offline copy: {e}")
     try:
         import tiktoken
 
         encoding = tiktoken.get_encoding(name)
         return lambda text: len(encoding.encode_ordinary(text))
-    except Exception as e:  # noqa: BLE001
+    except Exception as e:
         errors.append(f"tiktoken: {e}")
     if fallback:
         from transformers import AutoTokenizer
 
-        log.warning("tokenizer %s unavailable (%s); counting tokens with %s instead — reward lengths "
-                    "will differ from the reference", name, "; ".join(errors), fallback)
+        log.warning(
+            "tokenizer %s unavailable (%s); counting tokens with %s instead — reward lengths "
+            "will differ from the reference",
+            name,
+            "; ".join(errors),
+            fallback,
+        )
         tokenizer = AutoTokenizer.from_pretrained(fallback)
         return lambda text: len(tokenizer.encode(text, add_special_tokens=False))
-    raise RuntimeError(f"tokenizer {name} unavailable ({'; '.join(errors)}); set fallback_tokenizer "
-                       "in configs/reward.yaml to a local tokenizer directory")
+    raise RuntimeError(
+        f"tokenizer {name} unavailable ({'; '.join(errors)}); set fallback_tokenizer "
+        "in configs/reward.yaml to a local tokenizer directory"
+    )

@@ -14,13 +14,18 @@ import json
 import logging
 
 from cobalt.sandbox.config import SandboxConfig, default_config
-from cobalt.sandbox.feedback import (REQUEST_TIMEOUT_FEEDBACK, exception_feedback, feedback_for,
-                                     is_pass)
-from cobalt.sandbox.runner import (RequestTimeout, SandboxError, SandboxUnavailable,
-                                   run_in_sandbox)
+from cobalt.sandbox.feedback import REQUEST_TIMEOUT_FEEDBACK, exception_feedback, feedback_for, is_pass
+from cobalt.sandbox.runner import RequestTimeout, SandboxError, SandboxUnavailable, run_in_sandbox
 
-__all__ = ["evaluate", "failure", "SandboxConfig", "SandboxError", "SandboxUnavailable", "InvalidRequest",
-           "parse_test_cases"]
+__all__ = [
+    "InvalidRequest",
+    "SandboxConfig",
+    "SandboxError",
+    "SandboxUnavailable",
+    "evaluate",
+    "failure",
+    "parse_test_cases",
+]
 log = logging.getLogger("cobalt.sandbox")
 
 
@@ -62,7 +67,9 @@ def _check_request(code, inputs, outputs, cfg: SandboxConfig) -> None:
         raise InvalidRequest(f"program is too large ({size} bytes; the limit is {cfg.max_code_bytes})")
     data = sum(len(s) for s in inputs) + sum(len(s) for s in outputs)
     if data > cfg.max_input_bytes:
-        raise InvalidRequest(f"test data is too large ({data} characters; the limit is {cfg.max_input_bytes})")
+        raise InvalidRequest(
+            f"test data is too large ({data} characters; the limit is {cfg.max_input_bytes})"
+        )
 
 
 def failure(message: str) -> dict:
@@ -90,8 +97,10 @@ def evaluate(code: str, test_cases, config: SandboxConfig | None = None) -> dict
         raise
     except SandboxError as e:
         log.error("sandbox error: %s", e)
-        return {"passing": [False] * len(inputs),
-                "feedback": [exception_feedback(inp, str(e)) for inp in inputs]}
+        return {
+            "passing": [False] * len(inputs),
+            "feedback": [exception_feedback(inp, str(e)) for inp in inputs],
+        }
     passing, feedback = [], []
     for run, test_input, expected in zip(runs, inputs, outputs):
         if run["status"] == "crashed":

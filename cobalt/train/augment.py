@@ -50,7 +50,9 @@ def mix(base: pd.DataFrame, perturbed: pd.DataFrame, ratio: float, seed: int = 4
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--base", required=True, help="veRL train.parquet from regular trajectories")
-    parser.add_argument("--perturbed", required=True, help="veRL parquet from perturbed-feedback trajectories")
+    parser.add_argument(
+        "--perturbed", required=True, help="veRL parquet from perturbed-feedback trajectories"
+    )
     parser.add_argument("--ratio", type=float, required=True, help="fraction of perturbed rows in the output")
     parser.add_argument("--out", required=True)
     parser.add_argument("--seed", type=int, default=42)

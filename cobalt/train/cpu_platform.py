@@ -18,9 +18,10 @@ On the Ray side the platform asks for the ``GPU`` resource, so start Ray with a 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Callable, Optional
+from typing import Any
 
 import torch
 from verl.plugin.platform import PlatformBase, PlatformRegistry
@@ -118,7 +119,7 @@ class PlatformCPU(PlatformBase):
     def set_device(self, device_index) -> None:
         pass
 
-    def synchronize(self, device_index: Optional[int] = None) -> None:
+    def synchronize(self, device_index: int | None = None) -> None:
         pass
 
     def manual_seed(self, seed: int) -> None:
@@ -225,12 +226,16 @@ def _register_fsdp_engines_for_cpu(transformer_impl) -> None:
     # The engine itself is device-agnostic (it goes through get_device_name()/get_torch_device()).
     from verl.workers.engine.base import EngineRegistry
 
-    engines = {"language_model": transformer_impl.FSDPEngineWithLMHead,
-               "value_model": transformer_impl.FSDPEngineWithValueHead}
+    engines = {
+        "language_model": transformer_impl.FSDPEngineWithLMHead,
+        "value_model": transformer_impl.FSDPEngineWithValueHead,
+    }
     for model_type, engine_cls in engines.items():
         for backend in ("fsdp", "fsdp2"):
             if PLATFORM_NAME not in EngineRegistry._engines[model_type][backend]:
-                EngineRegistry.register(model_type=model_type, backend=backend, device=PLATFORM_NAME)(engine_cls)
+                EngineRegistry.register(model_type=model_type, backend=backend, device=PLATFORM_NAME)(
+                    engine_cls
+                )
 
 
 def _patch_vllm_version_lookup(metadata) -> None:
@@ -275,7 +280,9 @@ def _patch_vllm_cpu_gemm(layer_utils) -> None:
 PATCHES: tuple[Patch, ...] = (
     Patch("process_group_backend", "verl.utils.distributed", _patch_process_group_backend),
     Patch("fsdp2_offload_policy", "verl.workers.engine.fsdp.transformer_impl", _patch_fsdp2_offload_policy),
-    Patch("fsdp_engines_for_cpu", "verl.workers.engine.fsdp.transformer_impl", _register_fsdp_engines_for_cpu),
+    Patch(
+        "fsdp_engines_for_cpu", "verl.workers.engine.fsdp.transformer_impl", _register_fsdp_engines_for_cpu
+    ),
     Patch("vllm_version_lookup", "importlib.metadata", _patch_vllm_version_lookup),
     Patch("vllm_cpu_gemm", "vllm.model_executor.layers.utils", _patch_vllm_cpu_gemm),
 )

@@ -6,7 +6,8 @@ from __future__ import annotations
 import importlib.abc
 import importlib.machinery
 import sys
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 
 class _AfterImportHook(importlib.abc.MetaPathFinder):

@@ -28,7 +28,16 @@ from typing import Any
 from cobalt.config import config_dir, load_config
 from cobalt.errors import ConfigError
 
-PROFILE_KEYS = {"description", "extends", "env", "forward_env", "ray", "evaluator_config", "prepare", "overrides"}
+PROFILE_KEYS = {
+    "description",
+    "extends",
+    "env",
+    "forward_env",
+    "ray",
+    "evaluator_config",
+    "prepare",
+    "overrides",
+}
 
 
 @dataclasses.dataclass
@@ -36,7 +45,9 @@ class Profile:
     name: str
     description: str = ""
     env: dict = dataclasses.field(default_factory=dict)
-    forward_env: list = dataclasses.field(default_factory=list)  # launching-shell variables sent to Ray workers
+    forward_env: list = dataclasses.field(
+        default_factory=list
+    )  # launching-shell variables sent to Ray workers
     ray: dict = dataclasses.field(default_factory=dict)
     evaluator_config: str = "evaluator"
     prepare: dict = dataclasses.field(default_factory=dict)
@@ -46,8 +57,11 @@ class Profile:
 def _merge(base: dict, top: dict) -> dict:
     merged = dict(base)
     for key, value in top.items():
-        merged[key] = _merge(merged[key], value) if isinstance(value, dict) and isinstance(
-            merged.get(key), dict) else value
+        merged[key] = (
+            _merge(merged[key], value)
+            if isinstance(value, dict) and isinstance(merged.get(key), dict)
+            else value
+        )
     return merged
 
 
@@ -88,8 +102,9 @@ def quote(text: str) -> str:
     return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
-def hydra_overrides(profile: Profile, logger: list[str] | None = None, extra: list[str] = (),
-                    forward_env: bool = False) -> list[str]:
+def hydra_overrides(
+    profile: Profile, logger: list[str] | None = None, extra: list[str] = (), forward_env: bool = False
+) -> list[str]:
     """``key=value`` overrides: the profile's, the logger choice, the env forwarded to Ray
     workers through ``runtime_env`` (when joining a cluster the launcher did not start: the
     profile's ``env`` and the ``forward_env`` variables set in this shell), then the user's."""
@@ -98,7 +113,9 @@ def hydra_overrides(profile: Profile, logger: list[str] | None = None, extra: li
         overrides.append(f"trainer.logger={format_value(logger)}")
     if forward_env:
         env = {**{k: os.environ[k] for k in profile.forward_env if k in os.environ}, **profile.env}
-        overrides += [f"+ray_kwargs.ray_init.runtime_env.env_vars.{k}={quote(str(v))}" for k, v in env.items()]
+        overrides += [
+            f"+ray_kwargs.ray_init.runtime_env.env_vars.{k}={quote(str(v))}" for k, v in env.items()
+        ]
     return overrides + list(extra)
 
 
@@ -129,14 +146,24 @@ def prepare(profile: Profile, overrides: list[str]) -> None:
             cmd += ["--limit", str(steps["demo_data"]["limit"])]
         _run_step("demo data", cmd)
     if "tiny_policy" in steps and not (model_dir / "config.json").exists():
-        cmd = [sys.executable, "-m", "cobalt.train.tiny_policy", "warm", "--data", str(train_file),
-               "--out", str(model_dir)]
+        cmd = [
+            sys.executable,
+            "-m",
+            "cobalt.train.tiny_policy",
+            "warm",
+            "--data",
+            str(train_file),
+            "--out",
+            str(model_dir),
+        ]
         for key, value in (steps["tiny_policy"] or {}).items():
             cmd += [f"--{key}", str(value)]
         _run_step("tiny policy", cmd)
     if "smollm2" in steps and not (model_dir / "config.json").exists():
-        _run_step("SmolLM2 export", [sys.executable, "-m", "cobalt.train.tiny_policy", "smollm2",
-                                     "--out", str(model_dir)])
+        _run_step(
+            "SmolLM2 export",
+            [sys.executable, "-m", "cobalt.train.tiny_policy", "smollm2", "--out", str(model_dir)],
+        )
 
 
 def _run_step(what: str, cmd: list[str]) -> None:
@@ -159,16 +186,31 @@ class PrivateRayHead:
     """``ray start --head --block`` on 127.0.0.1 with its own port and temp dir; :meth:`stop`
     ends exactly this head (SIGTERM, then SIGKILL of its process group), never other clusters."""
 
-    def __init__(self, num_cpus: int, num_gpus: int, temp_dir: str | None = None, log_path: str | None = None):
+    def __init__(
+        self, num_cpus: int, num_gpus: int, temp_dir: str | None = None, log_path: str | None = None
+    ):
         self.port = free_port()
         self.temp_dir = temp_dir or tempfile.mkdtemp(prefix="cobalt-ray-")
         self.address = f"127.0.0.1:{self.port}"
-        cmd = [str(Path(sys.executable).with_name("ray")), "start", "--head", "--block",
-               "--node-ip-address=127.0.0.1", f"--port={self.port}", f"--temp-dir={self.temp_dir}",
-               f"--num-cpus={num_cpus}", f"--num-gpus={num_gpus}", "--include-dashboard=false",
-               "--disable-usage-stats"]
-        self.log = open(log_path or os.path.join(self.temp_dir, "head.log"), "w")
-        self.process = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
+        cmd = [
+            str(Path(sys.executable).with_name("ray")),
+            "start",
+            "--head",
+            "--block",
+            "--node-ip-address=127.0.0.1",
+            f"--port={self.port}",
+            f"--temp-dir={self.temp_dir}",
+            f"--num-cpus={num_cpus}",
+            f"--num-gpus={num_gpus}",
+            "--include-dashboard=false",
+            "--disable-usage-stats",
+        ]
+        self.log = open(  # noqa: SIM115 (closed in stop())
+            log_path or os.path.join(self.temp_dir, "head.log"), "w"
+        )
+        self.process = subprocess.Popen(
+            cmd, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True
+        )
 
     def wait_ready(self, timeout_s: float = 120) -> None:
         """Wait until a driver can connect. Probed from a fresh interpreter: Ray reads its auth
@@ -202,8 +244,10 @@ class PrivateRayHead:
 
 def start_evaluator(address: str, config_name: str) -> None:
     """Deploy the evaluator app on the cluster at ``address`` (it outlives this driver)."""
-    code = ("import ray; from cobalt.serve.evaluator import start_evaluator_app; "
-            f"ray.init(address={address!r}); start_evaluator_app({config_name!r})")
+    code = (
+        "import ray; from cobalt.serve.evaluator import start_evaluator_app; "
+        f"ray.init(address={address!r}); start_evaluator_app({config_name!r})"
+    )
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
@@ -211,23 +255,30 @@ def main_ppo_command(overrides: list[str]) -> list[str]:
     return [sys.executable, "-m", "verl.trainer.main_ppo", *overrides]
 
 
-def run(profile: Profile, address: str | None, logger: list[str] | None, extra: list[str],
-        dry_run: bool = False) -> int:
+def run(
+    profile: Profile, address: str | None, logger: list[str] | None, extra: list[str], dry_run: bool = False
+) -> int:
     os.environ.update({k: str(v) for k, v in profile.env.items()})
     joined = bool(address)
     overrides = hydra_overrides(profile, logger, extra, forward_env=joined)
     if dry_run:
-        print(json.dumps({"env": profile.env, "address": address, "command": main_ppo_command(overrides)}, indent=1))
+        print(
+            json.dumps(
+                {"env": profile.env, "address": address, "command": main_ppo_command(overrides)}, indent=1
+            )
+        )
         return 0
     prepare(profile, overrides)
     head = None
     signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)  # so the head below is always stopped
     try:
         if not joined:
-            head = PrivateRayHead(int(profile.ray.get("num_cpus", os.cpu_count() or 2)),
-                                  int(profile.ray.get("num_gpus", 0)))
-            print(f"[cobalt.launch] starting a private Ray head at {head.address} ({head.temp_dir})",
-                  flush=True)
+            head = PrivateRayHead(
+                int(profile.ray.get("num_cpus", os.cpu_count() or 2)), int(profile.ray.get("num_gpus", 0))
+            )
+            print(
+                f"[cobalt.launch] starting a private Ray head at {head.address} ({head.temp_dir})", flush=True
+            )
             head.wait_ready()
             address = head.address
         start_evaluator(address, profile.evaluator_config)
@@ -246,10 +297,14 @@ def _raise_keyboard_interrupt(signum, frame):
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--profile", required=True, help="configs/train/<profile>.yaml (or a path)")
-    parser.add_argument("--address", default=os.environ.get("RAY_ADDRESS"),
-                        help="join this Ray cluster instead of starting a private head")
-    parser.add_argument("--logger", default=None,
-                        help="comma-separated trainer loggers: console, tensorboard, wandb, file")
+    parser.add_argument(
+        "--address",
+        default=os.environ.get("RAY_ADDRESS"),
+        help="join this Ray cluster instead of starting a private head",
+    )
+    parser.add_argument(
+        "--logger", default=None, help="comma-separated trainer loggers: console, tensorboard, wandb, file"
+    )
     parser.add_argument("--dry-run", action="store_true", help="print the command and exit")
     args, extra = parser.parse_known_args(argv)
     logger = args.logger.split(",") if args.logger else None

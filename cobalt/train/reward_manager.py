@@ -48,26 +48,26 @@ log.setLevel(logging.INFO)
 
 # Reward-extra keys returned for every item (veRL stacks them by the first item's keys).
 EXTRA_KEYS = (
-    "acc",               # the score (reference: batch["acc"])
-    "pass_rate",         # fraction of tests passed (0 when unknown or failed)
-    "improvement",       # pass-rate gain over extra_info.prev_best_pass_rate (0 when unknown)
+    "acc",  # the score (reference: batch["acc"])
+    "pass_rate",  # fraction of tests passed (0 when unknown or failed)
+    "improvement",  # pass-rate gain over extra_info.prev_best_pass_rate (0 when unknown)
     "format_penalized",  # 1 when the format term was negative
-    "evaluator_failure", # 1 when scoring raised or timed out (score = failure_score), or the
-                         # reward reported an evaluator error (details["evaluator_error"])
-    "evaluator_timeout", # 1 when scoring timed out
+    "evaluator_failure",  # 1 when scoring raised or timed out (score = failure_score), or the
+    # reward reported an evaluator error (details["evaluator_error"])
+    "evaluator_timeout",  # 1 when scoring timed out
 )
 
 
 @dataclasses.dataclass(frozen=True)
 class RewardManagerSettings:
-    max_in_flight: int = 64           # scores running at once, over all reward workers
-    timeout_s: float = 300.0          # per item, once it holds a slot
-    failure_score: float = -1.0       # score of an item whose scoring failed or timed out
+    max_in_flight: int = 64  # scores running at once, over all reward workers
+    timeout_s: float = 300.0  # per item, once it holds a slot
+    failure_score: float = -1.0  # score of an item whose scoring failed or timed out
     val_splits: tuple[str, ...] = ("test", "val", "validation")  # extra_info.split values = validation
-    print_examples: bool = True       # print one decoded example per data source per batch
+    print_examples: bool = True  # print one decoded example per data source per batch
 
     @classmethod
-    def from_verl_config(cls, config) -> "RewardManagerSettings":
+    def from_verl_config(cls, config) -> RewardManagerSettings:
         reward = config.get("reward", {}) if config is not None else {}
         raw = (reward.get("reward_kwargs") or {}).get("cobalt") or {}
         raw = dict(raw)
@@ -121,8 +121,15 @@ def extra_info_for(score: float, details: dict, prev_best: float, failed: bool, 
 class CobaltRewardManager(RewardManagerBase):
     """Asynchronous, bounded, failure-tolerant scoring of code responses (see the module doc)."""
 
-    def __init__(self, config, tokenizer, compute_score, reward_router_address=None,
-                 reward_model_tokenizer=None, settings: RewardManagerSettings | None = None):
+    def __init__(
+        self,
+        config,
+        tokenizer,
+        compute_score,
+        reward_router_address=None,
+        reward_model_tokenizer=None,
+        settings: RewardManagerSettings | None = None,
+    ):
         super().__init__(config, tokenizer, compute_score)
         if compute_score is None:
             from cobalt.reward import compute_score  # the project's reward when none is configured
@@ -145,15 +152,17 @@ class CobaltRewardManager(RewardManagerBase):
         score, details, failed, timed_out = await self._score(data_source, text, ground_truth, extra_info)
         self._maybe_print(data_source, extra_info["is_val"], text, score)
         prev_best = float(extra_info.get("prev_best_pass_rate", 0.0) or 0.0)
-        return {"reward_score": score,
-                "reward_extra_info": extra_info_for(score, details, prev_best, failed, timed_out)}
+        return {
+            "reward_score": score,
+            "reward_extra_info": extra_info_for(score, details, prev_best, failed, timed_out),
+        }
 
     # ---- outside veRL's loop (tests, bench): a whole batch at once ------------------------------
 
     async def score_batch(self, data: DataProto) -> tuple[Any, dict[str, list]]:
         """Score every item of ``data`` concurrently; returns (reward tensor shaped like the
         responses with each score at the last valid token, reward-extra lists by key)."""
-        outputs = await asyncio.gather(*(self.run_single(data[i:i + 1]) for i in range(len(data))))
+        outputs = await asyncio.gather(*(self.run_single(data[i : i + 1]) for i in range(len(data))))
         scores = [out["reward_score"] for out in outputs]
         extras = {key: [out["reward_extra_info"][key] for out in outputs] for key in EXTRA_KEYS}
         return self.assemble_rm_scores(data, scores), extras
@@ -162,7 +171,7 @@ class CobaltRewardManager(RewardManagerBase):
 
     def _decode(self, item) -> str:
         response_ids = item.batch["responses"]
-        valid_length = int(item.batch["attention_mask"][-response_ids.shape[-1]:].sum())
+        valid_length = int(item.batch["attention_mask"][-response_ids.shape[-1] :].sum())
         return self.tokenizer.decode(response_ids[:valid_length], skip_special_tokens=True)
 
     def _extra_info(self, item) -> dict:
@@ -178,8 +187,9 @@ class CobaltRewardManager(RewardManagerBase):
         return self._slots[1]
 
     async def _call_reward(self, data_source, text, ground_truth, extra_info):
-        kwargs = dict(data_source=data_source, solution_str=text, ground_truth=ground_truth,
-                      extra_info=extra_info)
+        kwargs = dict(
+            data_source=data_source, solution_str=text, ground_truth=ground_truth, extra_info=extra_info
+        )
         if inspect.iscoroutinefunction(self.compute_score) or _is_async_partial(self.compute_score):
             return await self.compute_score(**kwargs)
         result = await asyncio.get_running_loop().run_in_executor(None, lambda: self.compute_score(**kwargs))
@@ -191,21 +201,31 @@ class CobaltRewardManager(RewardManagerBase):
             started = time.monotonic()
             try:
                 result = await asyncio.wait_for(
-                    self._call_reward(data_source, text, ground_truth, extra_info), self.settings.timeout_s)
+                    self._call_reward(data_source, text, ground_truth, extra_info), self.settings.timeout_s
+                )
                 score, details = split_result(result)
                 self.counts["scored"] += 1
                 return score, details, False, False
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 self.counts["timeouts"] += 1
-                log.warning("reward timed out after %.0f s (data source %s); scored %.1f [%d timeouts so far]",
-                            time.monotonic() - started, data_source, self.settings.failure_score,
-                            self.counts["timeouts"])
+                log.warning(
+                    "reward timed out after %.0f s (data source %s); scored %.1f [%d timeouts so far]",
+                    time.monotonic() - started,
+                    data_source,
+                    self.settings.failure_score,
+                    self.counts["timeouts"],
+                )
                 return self.settings.failure_score, {}, True, True
             except Exception as error:  # a failing evaluator must not fail the training step
                 self.counts["failures"] += 1
-                log.warning("reward failed (data source %s): %s: %s; scored %.1f [%d failures so far]",
-                            data_source, type(error).__name__, error, self.settings.failure_score,
-                            self.counts["failures"])
+                log.warning(
+                    "reward failed (data source %s): %s: %s; scored %.1f [%d failures so far]",
+                    data_source,
+                    type(error).__name__,
+                    error,
+                    self.settings.failure_score,
+                    self.counts["failures"],
+                )
                 return self.settings.failure_score, {}, True, False
 
     def _maybe_print(self, data_source: str, is_val: bool, text: str, score: float) -> None:
@@ -215,8 +235,11 @@ class CobaltRewardManager(RewardManagerBase):
         seen = self.counts[key]
         self.counts[key] += 1
         if seen % self.print_every == 0:
-            print(f"[cobalt reward] {key[0]} example, data source {data_source}, score {score:.3f}\n"
-                  f"[response]\n{text}\n[end of response]", flush=True)
+            print(
+                f"[cobalt reward] {key[0]} example, data source {data_source}, score {score:.3f}\n"
+                f"[response]\n{text}\n[end of response]",
+                flush=True,
+            )
 
 
 def _is_async_partial(fn) -> bool:

@@ -38,11 +38,11 @@ class WarmUpOptions:
     hidden_size: int = 64
     layers: int = 2
     max_steps: int = 400
-    target_loss: float = 0.1     # stop early once the mean loss of the last 5 steps is below it
+    target_loss: float = 0.1  # stop early once the mean loss of the last 5 steps is below it
     lr: float = 1e-2
     batch_size: int = 8
     max_prompt_tokens: int = 512  # rows with longer prompts are skipped (set data.max_prompt_length
-                                  # to the same value with data.filter_overlong_prompts=True)
+    # to the same value with data.filter_overlong_prompts=True)
     seed: int = 0
 
 
@@ -74,11 +74,15 @@ def build_tokenizer(texts: list[str], out: Path, vocab_size: int):
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
     tok.post_processor = processors.ByteLevel(trim_offsets=False)
-    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=SPECIAL_TOKENS,
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        special_tokens=SPECIAL_TOKENS,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+    )
     tok.train_from_iterator(texts, trainer)
-    hf_tok = PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|im_end|>", pad_token="<pad>",
-                                     model_max_length=32768)
+    hf_tok = PreTrainedTokenizerFast(
+        tokenizer_object=tok, eos_token="<|im_end|>", pad_token="<pad>", model_max_length=32768
+    )
     hf_tok.chat_template = CHAT_TEMPLATE
     hf_tok.save_pretrained(out)
     return hf_tok
@@ -89,21 +93,31 @@ def build_model(tokenizer, opts: WarmUpOptions):
     from transformers import GenerationConfig, Qwen2Config, Qwen2ForCausalLM
 
     vocab = (len(tokenizer) + 63) // 64 * 64
-    config = Qwen2Config(vocab_size=vocab, hidden_size=opts.hidden_size, intermediate_size=4 * opts.hidden_size,
-                         num_hidden_layers=opts.layers, num_attention_heads=opts.hidden_size // 32,
-                         num_key_value_heads=1, max_position_embeddings=32768, tie_word_embeddings=True,
-                         bos_token_id=tokenizer.convert_tokens_to_ids("<|im_start|>"),
-                         eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id)
+    config = Qwen2Config(
+        vocab_size=vocab,
+        hidden_size=opts.hidden_size,
+        intermediate_size=4 * opts.hidden_size,
+        num_hidden_layers=opts.layers,
+        num_attention_heads=opts.hidden_size // 32,
+        num_key_value_heads=1,
+        max_position_embeddings=32768,
+        tie_word_embeddings=True,
+        bos_token_id=tokenizer.convert_tokens_to_ids("<|im_start|>"),
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+    )
     torch.manual_seed(opts.seed)
     model = Qwen2ForCausalLM(config)
-    model.generation_config = GenerationConfig(eos_token_id=tokenizer.eos_token_id,
-                                               pad_token_id=tokenizer.pad_token_id)
+    model.generation_config = GenerationConfig(
+        eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id
+    )
     return model
 
 
 def prompt_ids(tokenizer, messages: list[dict]) -> list[int]:
-    return tokenizer.apply_chat_template(list(messages), add_generation_prompt=True, tokenize=True,
-                                         return_dict=False)
+    return tokenizer.apply_chat_template(
+        list(messages), add_generation_prompt=True, tokenize=True, return_dict=False
+    )
 
 
 def encode(tokenizer, messages: list[dict], response: str) -> tuple[list[int], int]:
@@ -128,9 +142,9 @@ def fine_tune(model, tokenizer, examples: list[tuple], opts: WarmUpOptions) -> l
         labels = torch.full((len(batch), width), -100)
         mask = torch.zeros((len(batch), width), dtype=torch.long)
         for row, (ids, start) in enumerate(batch):
-            input_ids[row, :len(ids)] = torch.tensor(ids)
-            labels[row, start:len(ids)] = torch.tensor(ids[start:])
-            mask[row, :len(ids)] = 1
+            input_ids[row, : len(ids)] = torch.tensor(ids)
+            labels[row, start : len(ids)] = torch.tensor(ids[start:])
+            mask[row, : len(ids)] = 1
         loss = model(input_ids=input_ids, attention_mask=mask, labels=labels).loss
         loss.backward()
         optimizer.step()
@@ -141,11 +155,14 @@ def fine_tune(model, tokenizer, examples: list[tuple], opts: WarmUpOptions) -> l
     return losses
 
 
-def warm_up(data_file: str | Path, out: str | Path, opts: WarmUpOptions = WarmUpOptions(),
-            programs: dict | None = None) -> dict:
+def warm_up(
+    data_file: str | Path,
+    out: str | Path,
+    opts: WarmUpOptions = WarmUpOptions(),
+    programs: dict | None = None,
+) -> dict:
     """Build and fine-tune the tiny policy for the prompts of ``data_file`` (a veRL parquet)."""
     import pandas as pd
-    import torch
 
     started = time.monotonic()
     out = Path(out)
@@ -161,8 +178,15 @@ def warm_up(data_file: str | Path, out: str | Path, opts: WarmUpOptions = WarmUp
     model = build_model(tokenizer, opts)
     losses = fine_tune(model, tokenizer, examples, opts)
     model.save_pretrained(out, safe_serialization=True)
-    report = {"rows": len(all_rows), "rows_used": len(rows), "examples": len(examples), "first_loss": losses[0], "last_loss": losses[-1],
-              "steps": len(losses), "seconds": round(time.monotonic() - started, 1)}
+    report = {
+        "rows": len(all_rows),
+        "rows_used": len(rows),
+        "examples": len(examples),
+        "first_loss": losses[0],
+        "last_loss": losses[-1],
+        "steps": len(losses),
+        "seconds": round(time.monotonic() - started, 1),
+    }
     (out / "warm_up.json").write_text(json.dumps(report, indent=1))
     return report
 
@@ -179,8 +203,10 @@ def programs_by_tests(rows: list[dict]) -> dict[str, tuple[list[str], list[str]]
         for problem in problems:
             public = problem["public_tests"]
             if set(public["inputs"]) <= set(tests["inputs"]):
-                table[problem_key(row)] = (problem["solutions"],
-                                           [w["code"] for w in problem["wrong_solutions"]])
+                table[problem_key(row)] = (
+                    problem["solutions"],
+                    [w["code"] for w in problem["wrong_solutions"]],
+                )
                 break
         else:
             raise ValueError(f"no embedded problem has the tests of row {row.get('extra_info')}")

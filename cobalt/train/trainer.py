@@ -40,7 +40,11 @@ class CobaltTrainerSync(PPOTrainerSync):
 
     @staticmethod
     def _reward_extra_infos(batch) -> list[dict]:
-        data = tq.kv_batch_get(keys=batch.keys, partition_id=batch.partition_id, select_fields=["extra_fields"])
+        data = tq.kv_batch_get(
+            keys=batch.keys, partition_id=batch.partition_id, select_fields=["extra_fields"]
+        )
         extra_fields = data.pop("extra_fields").tolist()
         real = [not tag.get("is_padding", False) for tag in batch.tags]
-        return [(fields or {}).get("reward_extra_info", {}) for fields, keep in zip(extra_fields, real) if keep]
+        return [
+            (fields or {}).get("reward_extra_info", {}) for fields, keep in zip(extra_fields, real) if keep
+        ]

@@ -54,42 +54,47 @@ def load_problems(path: str | os.PathLike = PROBLEMS_PATH) -> list[dict]:
 def all_tests(problem: dict) -> dict:
     """``{"inputs", "outputs"}``: the public tests followed by the hidden ones."""
     public, hidden = problem["public_tests"], problem["hidden_tests"]
-    return {"inputs": public["inputs"] + hidden["inputs"],
-            "outputs": public["outputs"] + hidden["outputs"]}
+    return {"inputs": public["inputs"] + hidden["inputs"], "outputs": public["outputs"] + hidden["outputs"]}
 
 
 def to_taco_records(problems: list[dict]) -> list[dict]:
     """Rows in the raw TACO-verified shape (``solutions`` and ``input_output`` are JSON strings)."""
-    return [{
-        "id": p["id"],
-        "name": p["title"],
-        "question": p["question"],
-        "solutions": json.dumps(p["solutions"]),
-        "starter_code": "",
-        "input_output": json.dumps(all_tests(p)),
-        "difficulty": p["difficulty"],
-        "source": SOURCE,
-        "tags": [],
-        "skill_types": [],
-        "url": "",
-    } for p in problems]
+    return [
+        {
+            "id": p["id"],
+            "name": p["title"],
+            "question": p["question"],
+            "solutions": json.dumps(p["solutions"]),
+            "starter_code": "",
+            "input_output": json.dumps(all_tests(p)),
+            "difficulty": p["difficulty"],
+            "source": SOURCE,
+            "tags": [],
+            "skill_types": [],
+            "url": "",
+        }
+        for p in problems
+    ]
 
 
 def to_lcb_records(problems: list[dict]) -> list[dict]:
     """Rows in the raw LiveCodeBench ``test6.jsonl`` shape (stdin tests only)."""
-    return [{
-        "question_id": p["id"],
-        "question_title": p["title"],
-        "question_content": p["question"],
-        "platform": "cobalt",
-        "contest_id": SOURCE,
-        "contest_date": LCB_CONTEST_DATE,
-        "starter_code": "",
-        "difficulty": p["difficulty"].lower(),
-        "public_test_cases": json.dumps(_lcb_tests(p["public_tests"])),
-        "private_test_cases": encode_private_tests(_lcb_tests(p["hidden_tests"])),
-        "metadata": "{}",
-    } for p in problems]
+    return [
+        {
+            "question_id": p["id"],
+            "question_title": p["title"],
+            "question_content": p["question"],
+            "platform": "cobalt",
+            "contest_id": SOURCE,
+            "contest_date": LCB_CONTEST_DATE,
+            "starter_code": "",
+            "difficulty": p["difficulty"].lower(),
+            "public_test_cases": json.dumps(_lcb_tests(p["public_tests"])),
+            "private_test_cases": encode_private_tests(_lcb_tests(p["hidden_tests"])),
+            "metadata": "{}",
+        }
+        for p in problems
+    ]
 
 
 def encode_private_tests(tests: list[dict]) -> str:
@@ -108,13 +113,13 @@ def write_raw(out_dir: str | os.PathLike, overwrite: bool = False) -> dict[Path,
     if existing and not overwrite:
         raise FileExistsError(f"{', '.join(existing)} already exist(s); pass --overwrite to replace")
     problems = load_problems()
-    return {path: write_jsonl(path, convert(problems), overwrite=overwrite)
-            for path, convert in targets.items()}
+    return {
+        path: write_jsonl(path, convert(problems), overwrite=overwrite) for path, convert in targets.items()
+    }
 
 
 def _lcb_tests(tests: dict) -> list[dict]:
-    return [{"input": i, "output": o, "testtype": "stdin"}
-            for i, o in zip(tests["inputs"], tests["outputs"])]
+    return [{"input": i, "output": o, "testtype": "stdin"} for i, o in zip(tests["inputs"], tests["outputs"])]
 
 
 def _validate(problem, index: int, path: Path) -> str:
@@ -148,9 +153,14 @@ def _validate(problem, index: int, path: Path) -> str:
     if not (isinstance(solutions, list) and solutions and all(isinstance(s, str) for s in solutions)):
         fail("solutions", "expected a non-empty list of code strings")
     wrong = problem.get("wrong_solutions")
-    if not (isinstance(wrong, list) and wrong and all(
+    if not (
+        isinstance(wrong, list)
+        and wrong
+        and all(
             isinstance(w, dict) and isinstance(w.get("code"), str) and isinstance(w.get("bug"), str)
-            for w in wrong)):
+            for w in wrong
+        )
+    ):
         fail("wrong_solutions", 'expected a non-empty list of {"code": str, "bug": str}')
     return pid
 

@@ -13,7 +13,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m cobalt.data.embedded",
         description=f"Write the embedded problem set as {TACO_FILE} (raw TACO-verified shape) and "
-                    f"{LCB_FILE} (raw LiveCodeBench test6 shape).")
+        f"{LCB_FILE} (raw LiveCodeBench test6 shape).",
+    )
     parser.add_argument("--out", required=True, help="output directory (created if missing)")
     parser.add_argument("--overwrite", action="store_true", help="replace existing output files")
     args = parser.parse_args(argv)
