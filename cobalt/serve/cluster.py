@@ -1,0 +1,197 @@
+"""The one home for starting or joining a Ray cluster (launcher, evaluator server, tests, benches).
+
+Ray 2.60 clusters use token authentication. A head this module starts gets its own random token
+in a file inside its own temp dir; the head, its workers and every driver or subprocess that joins
+it find that file through ``RAY_AUTH_TOKEN_PATH`` (see :meth:`PrivateRayHead.env`). Nothing here
+reads or writes the user's ``~/.ray``: joining another cluster (``--address`` / ``$RAY_ADDRESS``)
+uses that cluster's token the way Ray documents it (``RAY_AUTH_TOKEN``, ``RAY_AUTH_TOKEN_PATH`` or
+``~/.ray/auth_token``, read by Ray itself).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+AUTH_MODE = "RAY_AUTH_MODE"
+TOKEN = "RAY_AUTH_TOKEN"
+TOKEN_PATH = "RAY_AUTH_TOKEN_PATH"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class PrivateRayHead:
+    """``ray start --head --block`` on 127.0.0.1 with its own port, temp dir and auth token;
+    :meth:`stop` ends exactly this head (SIGTERM, then SIGKILL of its process group)."""
+
+    def __init__(
+        self, num_cpus: int, num_gpus: int = 0, temp_dir: str | None = None, log_path: str | None = None
+    ):
+        # short default path: Ray's socket paths under the temp dir are length-limited
+        self.temp_dir = temp_dir or tempfile.mkdtemp(prefix="cobalt-ray-", dir="/tmp")
+        os.makedirs(self.temp_dir, exist_ok=True)
+        self.token_path = os.path.join(self.temp_dir, "auth_token")
+        _write_private_file(self.token_path, secrets.token_hex(32))
+        self.port = free_port()
+        self.address = f"127.0.0.1:{self.port}"
+        cmd = [
+            str(Path(sys.executable).with_name("ray")),
+            "start",
+            "--head",
+            "--block",
+            "--node-ip-address=127.0.0.1",
+            f"--port={self.port}",
+            f"--ray-client-server-port={free_port()}",
+            f"--temp-dir={self.temp_dir}",
+            f"--num-cpus={num_cpus}",
+            f"--num-gpus={num_gpus}",
+            "--include-dashboard=false",
+            "--disable-usage-stats",
+        ]
+        self.log = open(  # noqa: SIM115 (closed in stop())
+            log_path or os.path.join(self.temp_dir, "head.log"), "w"
+        )
+        self.process = subprocess.Popen(
+            cmd, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True, env=self.child_env()
+        )
+
+    def env(self) -> dict[str, str]:
+        """What a driver or subprocess needs in its environment to join this head. A
+        ``RAY_AUTH_TOKEN`` variable would take precedence over the file: drop it (:meth:`child_env`)."""
+        return {"RAY_ADDRESS": self.address, AUTH_MODE: "token", TOKEN_PATH: self.token_path}
+
+    def child_env(self, base: dict[str, str] | None = None) -> dict[str, str]:
+        """``base`` (default: this process's environment) with :meth:`env` applied."""
+        env = {k: v for k, v in (os.environ if base is None else base).items() if k != TOKEN}
+        return {**env, **self.env()}
+
+    def wait_ready(self, timeout_s: float = 120) -> None:
+        """Wait until a driver can connect. Probed from a fresh interpreter, so this process's
+        Ray state is left untouched."""
+        probe = [sys.executable, "-c", f"import ray; ray.init(address={self.address!r}, log_to_driver=False)"]
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"ray start exited with {self.process.returncode}; see {self.log.name}")
+            try:
+                done = subprocess.run(probe, capture_output=True, timeout=60, env=self.child_env())
+                if done.returncode == 0:
+                    return
+            except subprocess.TimeoutExpired:
+                pass
+            time.sleep(1)
+        raise TimeoutError(
+            f"Ray head at {self.address} not ready after {timeout_s:.0f} s; see {self.log.name}"
+        )
+
+    def stop(self, timeout_s: float = 60) -> None:
+        """Stop this head and everything in its process group (its raylet, GCS, workers)."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout_s)
+            except subprocess.TimeoutExpired:
+                pass
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.process.pid, signal.SIGKILL)  # stragglers of this head only
+        self.log.close()
+
+
+def _write_private_file(path: str, text: str) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+
+
+def join_env(address: str) -> dict[str, str]:
+    """Variables for joining an existing cluster: its address, and token mode when Ray would find
+    a token (``RAY_AUTH_TOKEN``, ``RAY_AUTH_TOKEN_PATH`` or ``~/.ray/auth_token``) and the user has
+    not chosen a mode. Ray itself never enables token mode for an explicit address."""
+    env = {"RAY_ADDRESS": address}
+    if AUTH_MODE not in os.environ and _token_available():
+        env[AUTH_MODE] = "token"
+    return env
+
+
+def _token_available() -> bool:
+    if os.environ.get(TOKEN):
+        return True
+    path = os.environ.get(TOKEN_PATH) or os.path.join(os.path.expanduser("~"), ".ray", "auth_token")
+    try:
+        return os.path.getsize(path) > 0
+    except OSError:
+        return False
+
+
+@contextlib.contextmanager
+def exported(env: dict[str, str], drop: tuple[str, ...] = ()) -> Iterator[None]:
+    """Set ``env`` (and unset ``drop``) in ``os.environ`` for the block; restore afterwards."""
+    saved = {key: os.environ.get(key) for key in (*env, *drop)}
+    for key in drop:
+        os.environ.pop(key, None)
+    os.environ.update(env)
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+@contextlib.contextmanager
+def ray_cluster(
+    address: str | None = None, *, num_cpus: int | None = None, num_gpus: int = 0, log=print
+) -> Iterator[str]:
+    """Join ``address`` (or ``$RAY_ADDRESS``), or start a :class:`PrivateRayHead`; export the join
+    environment into ``os.environ`` (so a later :func:`connect` here and subprocesses both work);
+    yield the address; on exit stop only a head started here and restore ``os.environ``."""
+    address = address or os.environ.get("RAY_ADDRESS")
+    if address:
+        log(f"joining the Ray cluster at {address}")
+        with exported(join_env(address)):
+            yield address
+        return
+    head = PrivateRayHead(num_cpus or os.cpu_count() or 2, num_gpus)
+    try:
+        log(f"starting a private Ray head at {head.address} ({head.temp_dir})")
+        head.wait_ready()
+        with exported(head.env(), drop=(TOKEN,)):
+            yield head.address
+    finally:
+        head.stop()
+
+
+def connect(address: str) -> None:
+    """``ray.init(address=...)`` in this process (once; later calls return). Call it inside
+    :func:`ray_cluster`, or with the variables of :meth:`PrivateRayHead.env` set."""
+    import ray
+
+    if ray.is_initialized():
+        return
+    _reload_auth_settings()
+    ray.init(address=address, log_to_driver=False)
+
+
+def _reload_auth_settings() -> None:
+    """Ray caches its auth mode and token per process at first use: re-read them from the
+    environment this module may have changed since (the calls ``ray.init`` itself makes after
+    enabling token mode)."""
+    from ray._raylet import AuthenticationTokenLoader, Config
+
+    Config.initialize("")
+    AuthenticationTokenLoader.instance().reset_cache()
