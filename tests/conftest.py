@@ -1,11 +1,9 @@
-"""Shared fixtures. Ray: every test session starts its OWN local cluster (never attaches to or
-stops anyone else's), with a private temp dir, and shuts down only that."""
+"""Shared fixtures. Ray: every test session starts its OWN private head (never attaches to or
+stops anyone else's), with its own temp dir and auth token, and stops only that."""
 
 from __future__ import annotations
 
-import os
 import shutil
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -17,22 +15,22 @@ APPS_SAMPLES = SHARED / "data" / "apps-samples"
 
 @pytest.fixture(scope="session")
 def ray_cluster():
-    """A private single-node Ray cluster for this test session."""
+    """A private single-node Ray head for this test session (its own token, no ~/.ray), joined by
+    this process; its variables are exported for subprocesses while the session lasts."""
     ray = pytest.importorskip("ray")
-    temp_dir = tempfile.mkdtemp(prefix="rt", dir="/tmp")  # short: Ray's socket paths are limited
-    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-    ray.init(
-        address="local",
-        num_cpus=4,
-        include_dashboard=False,
-        _temp_dir=temp_dir,
-        _node_ip_address="127.0.0.1",  # loopback only
-        log_to_driver=False,
-        runtime_env={"env_vars": {"COBALT_CONFIG_DIR": str(ROOT / "configs")}},
-    )
-    yield ray
-    ray.shutdown()
-    shutil.rmtree(temp_dir, ignore_errors=True)
+    from cobalt.serve.cluster import PrivateRayHead, connect, exported
+
+    with exported({"RAY_USAGE_STATS_ENABLED": "0", "COBALT_CONFIG_DIR": str(ROOT / "configs")}):
+        head = PrivateRayHead(num_cpus=4)  # inherits the variables above, and so do its workers
+        try:
+            head.wait_ready()
+            with head.exported():
+                connect(head.address)
+                yield ray
+                ray.shutdown()
+        finally:
+            head.stop()
+            shutil.rmtree(head.temp_dir, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

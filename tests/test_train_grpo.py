@@ -28,7 +28,6 @@ ENV = {
     "TRANSFORMERS_OFFLINE": "1",
     "WANDB_MODE": "disabled",
     "RAY_USAGE_STATS_ENABLED": "0",
-    "RAY_AUTH_MODE": "token",
 }
 
 
@@ -55,16 +54,19 @@ def metrics(path: Path) -> dict[int, dict]:
 
 @pytest.fixture(scope="module")
 def ray_head(tmp_path_factory):
-    from cobalt.train.launch import PrivateRayHead
+    from cobalt.serve.cluster import PrivateRayHead, exported
 
-    os.environ.update(ENV)
     base = tmp_path_factory.mktemp("ray")
-    head = PrivateRayHead(num_cpus=8, num_gpus=1, temp_dir=str(base / "t"), log_path=str(base / "head.log"))
-    try:
-        head.wait_ready()
-        yield head
-    finally:
-        head.stop()
+    with exported(ENV):
+        head = PrivateRayHead(
+            num_cpus=8, num_gpus=1, temp_dir=str(base / "t"), log_path=str(base / "head.log")
+        )
+        try:
+            head.wait_ready()
+            with head.exported():  # the launcher joins with its token
+                yield head
+        finally:
+            head.stop()
 
 
 def launch(work: Path, address: str, name: str, *overrides: str) -> float:

@@ -73,6 +73,10 @@ class PrivateRayHead:
         ``RAY_AUTH_TOKEN`` variable would take precedence over the file: drop it (:meth:`child_env`)."""
         return {"RAY_ADDRESS": self.address, AUTH_MODE: "token", TOKEN_PATH: self.token_path}
 
+    def exported(self) -> contextlib.AbstractContextManager:
+        """:meth:`env` set in ``os.environ`` for a ``with`` block (and ``RAY_AUTH_TOKEN`` unset)."""
+        return exported(self.env(), drop=(TOKEN,))
+
     def child_env(self, base: dict[str, str] | None = None) -> dict[str, str]:
         """``base`` (default: this process's environment) with :meth:`env` applied."""
         env = {k: v for k, v in (os.environ if base is None else base).items() if k != TOKEN}
@@ -170,7 +174,7 @@ def ray_cluster(
     try:
         log(f"starting a private Ray head at {head.address} ({head.temp_dir})")
         head.wait_ready()
-        with exported(head.env(), drop=(TOKEN,)):
+        with head.exported():
             yield head.address
     finally:
         head.stop()

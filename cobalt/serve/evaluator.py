@@ -93,29 +93,27 @@ def start_evaluator_app(config_name: str | None = None):
 
 
 def main() -> None:
-    """``python remote_reward_server.py``: start a local Ray (or join $RAY_ADDRESS) and serve."""
+    """``python remote_reward_server.py``: join $RAY_ADDRESS (or start a private Ray head) and serve
+    until Ctrl-C; a head started here is stopped on the way out."""
     import argparse
     import time
 
-    import ray
+    from cobalt.serve.cluster import connect, ray_cluster
 
     parser = argparse.ArgumentParser(description="Serve the sandboxed code evaluator on Ray Serve.")
     parser.add_argument("--config", default=None, help="config name in configs/ (default: evaluator)")
     parser.add_argument(
-        "--address", default=None, help="Ray cluster address (default: $RAY_ADDRESS or a new local cluster)"
+        "--address", default=None, help="Ray cluster address (default: $RAY_ADDRESS or a private head)"
     )
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    address = args.address or os.environ.get("RAY_ADDRESS")
-    if address:
-        ray.init(address=address)
-    else:  # a new local cluster listens on loopback only
-        ray.init(address="local", _node_ip_address="127.0.0.1")
-    start_evaluator_app(args.config)
-    _, opts = load_evaluator_config(args.config)
-    log.info("evaluator app %r is up; Ctrl-C to stop", opts.app_name)
-    try:
-        while True:
-            time.sleep(3600)
-    except KeyboardInterrupt:
-        serve.shutdown()
+    with ray_cluster(args.address, log=log.info) as address:
+        connect(address)
+        start_evaluator_app(args.config)
+        _, opts = load_evaluator_config(args.config)
+        log.info("evaluator app %r is up on %s; Ctrl-C to stop", opts.app_name, address)
+        try:
+            while True:
+                time.sleep(3600)
+        except KeyboardInterrupt:
+            serve.shutdown()

@@ -1,0 +1,96 @@
+"""Ray clusters started or joined by cobalt.serve.cluster work on a fresh machine: no ~/.ray is read
+or written. Each test runs its drivers in subprocesses with a fresh, empty HOME."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("ray")
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# Stands in for veRL's main_ppo: a driver that joins the cluster the way main_ppo does (ray.init()
+# with RAY_ADDRESS from the environment) and scores one program through the evaluator app.
+DRIVER = textwrap.dedent(
+    """
+    import asyncio, ray
+    ray.init(log_to_driver=False)
+    from cobalt.serve.client import get_evaluator
+    code = "a, b = map(int, input().split())\\nprint(a + b)\\n"
+    result = asyncio.run(get_evaluator("serve").evaluate(code, {"inputs": ["1 2"], "outputs": ["3"]}))
+    assert result["passing"] == [True], result
+    print("DRIVER OK")
+    """
+)
+
+# The launcher's whole private-head path (profile env, Ray head, evaluator app, the trainer's
+# driver), with main_ppo replaced by DRIVER and the prepare steps satisfied by placeholder files.
+LAUNCH = textwrap.dedent(
+    """
+    import sys
+    from cobalt.train import launch
+    launch.main_ppo_command = lambda overrides: [sys.executable, "-c", {driver!r}]
+    sys.exit(launch.main(["--profile", "cpu_smoke", "data.train_files={train}",
+                          "actor_rollout_ref.model.path={model}"]))
+    """
+)
+
+
+def fresh_env(home: Path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}
+    return {**env, "HOME": str(home), "PYTHONPATH": str(ROOT), "RAY_USAGE_STATS_ENABLED": "0", **extra}
+
+
+def test_launcher_private_head_works_in_an_empty_home(tmp_path):
+    """Before cobalt.serve.cluster, `ray start --head` found no token in an empty HOME and the
+    launcher stopped with `ray start exited with 1` (RAY_AUTH_MODE=token came from the profile)."""
+    home = tmp_path / "home"
+    home.mkdir()
+    (tmp_path / "train.parquet").write_bytes(b"")
+    (tmp_path / "model").mkdir()
+    (tmp_path / "model" / "config.json").write_text("{}")
+    script = LAUNCH.format(driver=DRIVER, train=tmp_path / "train.parquet", model=tmp_path / "model")
+    env = fresh_env(home, RAY_AUTH_MODE="token")  # as Ray's docs (and our profiles) had users set it
+    done = subprocess.run(
+        [sys.executable, "-c", script], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0 and "DRIVER OK" in done.stdout, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "starting a private Ray head" in done.stdout
+    assert list(home.iterdir()) == [], "nothing may be written into the user's HOME (~/.ray)"
+
+
+def test_joining_by_address_uses_the_clusters_token_as_ray_documents(tmp_path):
+    """A driver given only the address and RAY_AUTH_TOKEN_PATH (no RAY_AUTH_MODE) joins."""
+    from cobalt.serve.cluster import PrivateRayHead
+
+    home = tmp_path / "home"
+    home.mkdir()
+    head = PrivateRayHead(num_cpus=1)
+    try:
+        head.wait_ready()
+        script = textwrap.dedent(
+            f"""
+            import ray
+            from cobalt.serve.cluster import connect, ray_cluster
+            with ray_cluster({head.address!r}) as address:
+                connect(address)
+                assert ray.cluster_resources()["CPU"] == 1
+            print("JOINED")
+            """
+        )
+        env = fresh_env(home, RAY_AUTH_TOKEN_PATH=head.token_path)
+        done = subprocess.run(
+            [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120
+        )
+        assert done.returncode == 0 and "JOINED" in done.stdout, done.stdout[-2000:] + done.stderr[-3000:]
+        assert list(home.iterdir()) == []
+    finally:
+        head.stop()
+    assert head.process.poll() is not None
