@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import shutil
 import socket
+import tempfile
 import threading
 import uuid
 from pathlib import Path
@@ -12,16 +14,30 @@ from pathlib import Path
 import pytest
 
 from cobalt.sandbox import default_config, evaluate
-from cobalt.sandbox.runner import get_backend
+from cobalt.sandbox.runner import get_backend, run_in_sandbox
 
 AS_ROOT = os.geteuid() == 0
 UID_BASE = {"bwrap": 62000, "landlock": 62100}  # uids of their own: leftovers are attributable
 
 
+@pytest.fixture(scope="module")
+def scratch_root():
+    """Host scratch dirs of this module's requests (the slot uids must pass through its parents)."""
+    path = Path(tempfile.mkdtemp(prefix="cobalt-attacks-", dir="/tmp"))
+    path.chmod(0o711)
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
 @pytest.fixture(params=["bwrap", "landlock"], scope="module")
-def cfg(request):
+def cfg(request, scratch_root):
     config = dataclasses.replace(
-        default_config(), backend=request.param, uid_base=UID_BASE[request.param], slots=8, wall_timeout_s=6
+        default_config(),
+        backend=request.param,
+        uid_base=UID_BASE[request.param],
+        slots=8,
+        wall_timeout_s=6,
+        scratch_root=str(scratch_root),
     )
     try:
         get_backend(config)
@@ -165,3 +181,40 @@ def test_privilege_calls_fail(cfg):
     assert setuid == "-1" and mount == "-1"
     if cfg.backend == "bwrap":  # no nested user namespaces at all (Landlock survives them anyway)
         assert (new_userns, new_mountns) == ("-1", "-1")
+
+
+FILES_OF_16_MIB = """
+for i in range(64):
+    with open(f"f{i}", "wb") as f:
+        f.write(b"x" * (16 << 20))
+    print(i, flush=True)
+"""
+
+
+def test_64_files_of_16_mib_stop_at_the_scratch_bound(cfg, scratch_root):
+    # Each file is under the per-file limit; together they put 1 GiB on the host's disk in 0.5 s.
+    runs = run_in_sandbox(FILES_OF_16_MIB, [""] * 4, cfg)
+    assert [r["status"] for r in runs] == ["disk_limit"] * 4
+    # at most the files each test finished (it printed their numbers) and the one it was writing
+    written_mib = sum(16 * (len(r["stdout"].split()) + 1) for r in runs)
+    assert written_mib <= 256, written_mib
+    result = run(FILES_OF_16_MIB, cfg)
+    assert result["feedback"][0] == (
+        f"Input:\n\nDiskLimitError: Program wrote more than {cfg.max_scratch_mb} MiB"
+        f" (or {cfg.max_scratch_files} files) to disk."
+    )
+    assert [p for p in scratch_root.rglob("*") if not p.is_dir()] == [], "files left on the host"
+
+
+def test_many_small_files_stop_at_the_scratch_bound(cfg):
+    program = "for i in range(100000):\n    open(f'e{i}', 'w').close()\nprint('SAFE')\n"
+    assert "DiskLimitError" in run(program, cfg)["feedback"][0]
+
+
+def test_files_within_the_bound_are_written_and_read_as_usual(cfg):
+    program = (
+        "import os\nos.mkdir('d')\n"
+        "for name in ('a', 'd/b'):\n    open(name, 'wb').write(b'x' * (15 << 20))\n"
+        "print('SAFE' if os.path.getsize('d/b') == 15 << 20 else 'LOST')\n"
+    )
+    assert run(program, cfg)["passing"] == [True]

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
+import time
 
 import pytest
 
@@ -46,8 +48,19 @@ def test_bad_requests_get_clear_failures_and_the_service_keeps_serving(evaluator
     ]
 
 
-def test_burst_of_500_concurrent_requests_all_answered(evaluator_app):
-    from cobalt.serve.client import get_evaluator
+class QueueLengthWarnings(logging.Handler):
+    """Counts Serve's "Failed to get queue length from Replica(...)" warnings in this process."""
+
+    def __init__(self):
+        super().__init__(logging.WARNING)
+        self.count = 0
+
+    def emit(self, record):
+        self.count += "Failed to get queue length" in record.getMessage()
+
+
+def test_burst_of_500_concurrent_requests_all_answered_without_flooding_the_log(evaluator_app):
+    from cobalt.serve.client import get_evaluator, load_client_config
 
     evaluator = get_evaluator("serve")
 
@@ -55,7 +68,18 @@ def test_burst_of_500_concurrent_requests_all_answered(evaluator_app):
         jobs = [evaluator.evaluate(ADD if i % 2 == 0 else WRONG, cases(4)) for i in range(500)]
         return await asyncio.gather(*jobs)
 
-    results = asyncio.run(burst())
+    warnings = QueueLengthWarnings()
+    logging.getLogger("ray.serve").addHandler(warnings)
+    try:
+        started = time.monotonic()
+        results = asyncio.run(burst())
+        elapsed = time.monotonic() - started
+    finally:
+        logging.getLogger("ray.serve").removeHandler(warnings)
+    print(f"500 requests in {elapsed:.1f} s; {warnings.count} queue-length warnings")
     assert len(results) == 500
     for i, result in enumerate(results):
         assert result["passing"] == ([True] * 4 if i % 2 == 0 else [False, False, False, False]), i
+    # a saturated evaluator does not flood the caller's log (it had several hundred such lines)
+    interval = load_client_config().late_replica_warning_interval_s
+    assert warnings.count <= 1 + elapsed // interval

@@ -20,6 +20,8 @@ class SandboxConfig:
     memory_mb: int = 1024
     max_processes: int = 64
     max_file_mb: int = 16
+    max_scratch_mb: int = 64  # all files of one request's programs together
+    max_scratch_files: int = 4096  # files and directories of one request's programs together
     max_output_bytes: int = 1 << 20
     max_code_bytes: int = 1 << 20
     max_input_bytes: int = 64 << 20
@@ -38,18 +40,25 @@ class SandboxConfig:
             "memory_mb",
             "max_output_bytes",
             "max_code_bytes",
+            "max_scratch_mb",
+            "max_scratch_files",
             "slots",
         ):
             if getattr(self, name) <= 0:
                 raise ValueError(f"sandbox.{name} must be positive")
 
-    def harness_limits(self, dedicated_uid: bool) -> dict:
-        """The limits the in-sandbox harness applies (see harness.py)."""
+    def harness_limits(self, dedicated_uid: bool, scratch_own_fs: bool = False) -> dict:
+        """The limits the in-sandbox harness applies (see harness.py). ``scratch_own_fs``: the
+        scratch space is a filesystem of its own (bwrap's sized tmpfs), not a host directory."""
         return {
             "cpu_seconds": self.test_timeout_s,
             "wall_seconds": max(self.wall_timeout_s, self.test_timeout_s),
             "memory_bytes": self.memory_mb << 20,
-            "max_file_bytes": self.max_file_mb << 20,
+            "max_file_bytes": min(self.max_file_mb, self.max_scratch_mb) << 20,
+            "max_scratch_bytes": self.max_scratch_mb << 20,
+            "max_scratch_files": self.max_scratch_files,
+            "scratch_own_fs": scratch_own_fs,
+            "request_seconds": self.request_timeout_s,
             "max_output_bytes": self.max_output_bytes,
             # RLIMIT_NPROC counts every process of the uid: only meaningful on a uid of our own.
             "max_processes": self.max_processes if dedicated_uid else 0,

@@ -25,6 +25,11 @@ def feedback_for(run: dict, test_input: str, expected: str, timeout_s: float) ->
     """The text for one test's run (a harness result line)."""
     if run["status"] == "timeout":
         return f"Input:\n{trunc(test_input)}\nTimeoutError: Program timed out after {timeout_s:g} seconds."
+    if run["status"] == "disk_limit":  # ours: the reference had no bound on what a program writes
+        return (
+            f"Input:\n{trunc(test_input)}\nDiskLimitError: Program wrote more than {run['limit_mb']:g} MiB"
+            f" (or {run['limit_files']} files) to disk."
+        )
     head = f"Input:\n{trunc(test_input)}\nProgram's Output:\n{trunc(run['stdout'])}\n"
     if run["rc"] != 0 and run["stderr"].strip():
         return head + f"Stderr:\n{trunc(run['stderr'])}"

