@@ -3,14 +3,32 @@ stops anyone else's), with its own temp dir and auth token, and stops only that.
 
 from __future__ import annotations
 
+import os
 import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared"
+# data shared beside the checkout (not in git); a git worktree elsewhere names it explicitly
+SHARED = Path(os.environ.get("COBALT_SHARED_DIR") or ROOT.parent / "shared")
 APPS_SAMPLES = SHARED / "data" / "apps-samples"
+_CACHE_DIR = "_cobalt_hf_datasets_cache"
+
+
+def pytest_configure(config):
+    """Hugging Face datasets' cache goes to a temp dir of this run (set before any test module
+    imports `datasets`): tests neither read a user's ~/.cache nor leave copies in it."""
+    if "HF_DATASETS_CACHE" not in os.environ:
+        setattr(config, _CACHE_DIR, tempfile.mkdtemp(prefix="cobalt-test-hf-"))
+        os.environ["HF_DATASETS_CACHE"] = getattr(config, _CACHE_DIR)
+
+
+def pytest_unconfigure(config):
+    if hasattr(config, _CACHE_DIR):
+        shutil.rmtree(getattr(config, _CACHE_DIR), ignore_errors=True)
+        del os.environ["HF_DATASETS_CACHE"]
 
 
 @pytest.fixture(scope="session")

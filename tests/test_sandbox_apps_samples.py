@@ -13,7 +13,7 @@ from cobalt.sandbox import evaluate
 PROBLEMS = sorted(p for p in APPS_SAMPLES.glob("[0-9]*") if p.is_dir()) if APPS_SAMPLES.is_dir() else []
 
 
-@pytest.mark.skipif(not PROBLEMS, reason="../shared/data/apps-samples is not present")
+@pytest.mark.skipif(not PROBLEMS, reason=f"{APPS_SAMPLES} is not present (set COBALT_SHARED_DIR)")
 @pytest.mark.parametrize("problem", PROBLEMS, ids=lambda p: p.name)
 def test_verified_solutions_pass(problem):
     tests = json.loads((problem / "input_output.json").read_text())
@@ -28,7 +28,7 @@ def test_verified_solutions_pass(problem):
         assert all(result["passing"]), result["feedback"]
 
 
-@pytest.mark.skipif(not PROBLEMS, reason="../shared/data/apps-samples is not present")
+@pytest.mark.skipif(not PROBLEMS, reason=f"{APPS_SAMPLES} is not present (set COBALT_SHARED_DIR)")
 def test_a_solution_that_prints_nothing_fails_with_expected_output_shown():
     tests = json.loads((PROBLEMS[0] / "input_output.json").read_text())
     result = evaluate("pass\n", tests)

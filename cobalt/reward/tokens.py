@@ -8,8 +8,10 @@ Hugging Face tokenizer named in ``configs/reward.yaml: fallback_tokenizer`` is u
 
 from __future__ import annotations
 
+import base64
 import functools
 import gzip
+import hashlib
 import importlib.util
 import logging
 import threading
@@ -20,36 +22,41 @@ log = logging.getLogger("cobalt.reward")
 _lock = threading.Lock()
 
 
-def _wheel_bpe_file(name: str) -> Path | None:
-    """Decompress ``bpe_openai/data/<name>.tiktoken.gz`` once into a cache dir; None if absent."""
+def _wheel_bpe_bytes(name: str) -> bytes | None:
+    """``bpe_openai/data/<name>.tiktoken.gz``, decompressed in memory; None if absent. Nothing is
+    written to disk: a cache there could be left half-written by a concurrent or killed process."""
     spec = importlib.util.find_spec("bpe_openai")
     if spec is None or not spec.submodule_search_locations:
         return None
     packed = Path(spec.submodule_search_locations[0]) / "data" / f"{name}.tiktoken.gz"
     if not packed.is_file():
         return None
-    cache = Path.home() / ".cache" / "cobalt" / f"{name}.tiktoken"
-    if not cache.is_file():
-        cache.parent.mkdir(parents=True, exist_ok=True)
-        tmp = cache.with_suffix(".tmp")
-        tmp.write_bytes(gzip.decompress(packed.read_bytes()))
-        tmp.replace(cache)
-    return cache
+    return gzip.decompress(packed.read_bytes())
+
+
+def _ranks(data: bytes, expected_hash: str | None) -> dict[bytes, int]:
+    """A tiktoken ranks file (``<base64 token> <rank>`` lines), checked against tiktoken's hash."""
+    if expected_hash and hashlib.sha256(data).hexdigest() != expected_hash:
+        raise ValueError("the wheel's BPE file does not match tiktoken's expected hash")
+    return {
+        base64.b64decode(token): int(rank)
+        for token, rank in (line.split() for line in data.splitlines() if line)
+    }
 
 
 def _tiktoken_from_wheel(name: str):
     """tiktoken's own definition of ``name`` (pattern, special tokens, expected hash), with the
-    ranks file read from the wheel instead of the network."""
+    ranks read from the wheel instead of the network."""
     import tiktoken
     import tiktoken_ext.openai_public as public
 
-    local = _wheel_bpe_file(name)
-    if local is None or not hasattr(public, name):
+    data = _wheel_bpe_bytes(name)
+    if data is None or not hasattr(public, name):
         raise FileNotFoundError(f"no offline copy of {name}")
     real_loader = public.load_tiktoken_bpe
 
-    def load_local(_url, expected_hash=None):  # tiktoken checks the file against expected_hash
-        return real_loader(str(local), expected_hash=expected_hash)
+    def load_local(_url, expected_hash=None):
+        return _ranks(data, expected_hash)
 
     with _lock:
         public.load_tiktoken_bpe = load_local
