@@ -177,8 +177,8 @@ def _run_step(what: str, cmd: list[str]) -> None:
 def start_evaluator(address: str, config_name: str) -> None:
     """Deploy the evaluator app on the cluster at ``address`` (it outlives this driver)."""
     code = (
-        "import ray; from cobalt.serve.evaluator import start_evaluator_app; "
-        f"ray.init(address={address!r}); start_evaluator_app({config_name!r})"
+        "from cobalt.serve.cluster import connect; from cobalt.serve.evaluator import start_evaluator_app; "
+        f"connect({address!r}); start_evaluator_app({config_name!r})"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
 
