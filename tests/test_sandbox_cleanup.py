@@ -28,7 +28,8 @@ LAUNCHER = """
 import json, sys
 from cobalt.sandbox import SandboxConfig, evaluate
 cfg = SandboxConfig(**json.loads(sys.argv[1]))
-evaluate("import time\\nprint('started', flush=True)\\ntime.sleep(600)\\n", {"inputs": [""], "outputs": [""]}, cfg)
+program = "import time\\nprint('started', flush=True)\\ntime.sleep(600)\\n"
+evaluate(program, {"inputs": [""], "outputs": [""]}, cfg)
 """
 
 

