@@ -4,9 +4,11 @@ or written. Each test runs its drivers in subprocesses with a fresh, empty HOME.
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -94,3 +96,41 @@ def test_joining_by_address_uses_the_clusters_token_as_ray_documents(tmp_path):
     finally:
         head.stop()
     assert head.process.poll() is not None
+
+
+def test_a_private_head_does_not_outlive_its_owner(tmp_path):
+    """An owner killed with SIGKILL (no `finally` runs) still takes its head down."""
+    owner = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import time\nfrom cobalt.serve.cluster import PrivateRayHead\n"
+            "head = PrivateRayHead(num_cpus=1)\nhead.wait_ready()\n"
+            "print(head.process.pid, flush=True)\ntime.sleep(600)\n",
+        ],
+        env=fresh_env(tmp_path),
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    head_pid = 0
+    try:
+        head_pid = int(owner.stdout.readline())
+        owner.kill()
+        owner.wait()
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and group_alive(head_pid):
+            time.sleep(0.5)
+        assert not group_alive(head_pid), "the Ray head outlived the process that started it"
+    finally:
+        owner.kill()
+        owner.wait()
+        if head_pid and group_alive(head_pid):
+            os.killpg(head_pid, signal.SIGKILL)  # the head this test started, after a failure
+
+
+def group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+        return True
+    except ProcessLookupError:
+        return False

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
+import shutil
 import signal
 import socket
 import subprocess
@@ -35,7 +36,8 @@ def free_port() -> int:
 
 class PrivateRayHead:
     """``ray start --head --block`` on 127.0.0.1 with its own port, temp dir and auth token;
-    :meth:`stop` ends exactly this head (SIGTERM, then SIGKILL of its process group)."""
+    :meth:`stop` ends exactly this head (SIGTERM, then SIGKILL of its process group), and so does
+    the death of the thread that created it."""
 
     def __init__(
         self, num_cpus: int, num_gpus: int = 0, temp_dir: str | None = None, log_path: str | None = None
@@ -47,7 +49,7 @@ class PrivateRayHead:
         _write_private_file(self.token_path, secrets.token_hex(32))
         self.port = free_port()
         self.address = f"127.0.0.1:{self.port}"
-        cmd = [
+        cmd = _die_with_this_thread() + [
             str(Path(sys.executable).with_name("ray")),
             "start",
             "--head",
@@ -112,6 +114,13 @@ class PrivateRayHead:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(self.process.pid, signal.SIGKILL)  # stragglers of this head only
         self.log.close()
+
+
+def _die_with_this_thread() -> list[str]:
+    """A prefix that sends the head SIGTERM (``ray start --block`` then stops its cluster) when the
+    thread that started it dies, even by SIGKILL: a head never outlives its owner."""
+    setpriv = shutil.which("setpriv")  # util-linux
+    return [setpriv, "--pdeathsig", "TERM"] if setpriv else []
 
 
 def _write_private_file(path: str, text: str) -> None:
