@@ -13,9 +13,10 @@ and writes one framed record per finished test on stdout (parsed defensively by 
 status: ``exit`` (the program ended by itself), ``timeout`` (CPU limit or wall backstop),
 ``output_limit`` (stopped for printing too much), ``disk_limit`` (the request's files outgrew
 its scratch bound: the tests running then and those not yet started). Expected outputs never
-enter the sandbox: the launcher decides verdicts. Each child is forked from a parent that has compiled (but not run) the
-program and runs in a fresh working directory, so tests cannot see each other's state, and start-up
-(interpreter, sandbox) is paid once per program instead of once per test.
+enter the sandbox: the launcher decides verdicts. Each child is forked from a parent that has
+compiled (but not run) the program and runs in a fresh working directory (removed when it ends),
+so tests cannot see each other's state, and start-up (interpreter, sandbox) is paid once per
+program instead of once per test.
 """
 
 import _signal
@@ -381,7 +382,7 @@ class DiskWatch:
     def __init__(self, limits):
         self.own_fs = limits["scratch_own_fs"]
         self.max_bytes, self.max_files = limits["max_scratch_bytes"], limits["max_scratch_files"]
-        self.base_bytes, self.base_files = 0, 0
+        self.base_bytes, self.base_files = 0, 0  # usage() bounds its walk by base_files
         self.base_bytes, self.base_files = self.usage()  # the harness's own files (the program)
         self.exceeded = False
         self.next_check = 0.0
