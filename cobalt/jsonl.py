@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import tempfile
 from collections.abc import Iterable, Iterator
@@ -17,6 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from cobalt.errors import DataError
+
+log = logging.getLogger("cobalt.jsonl")
 
 
 def read_jsonl(path: str | os.PathLike, required: Iterable[str] = ()) -> Iterator[dict]:
@@ -80,6 +83,39 @@ def done_ids(path: str | os.PathLike, key: str = "id") -> set:
                 f"cannot resume: unreadable record (no {key!r})", path=path, line=lineno
             ) from None
     return ids
+
+
+def resume_appending(path: str | os.PathLike, key: str = "id") -> set:
+    """Get an append-only output ready for more records and return the ids it already holds.
+
+    A crash mid-write can leave a torn last line; appending after it would bury a corrupt line in
+    the middle of the file. The torn bytes are moved to ``<path>.torn`` (kept, never discarded)
+    and the file is cut back to its last complete record.
+    """
+    path = Path(path)
+    if not path.exists():
+        return set()
+    with path.open("rb+") as f:
+        data = f.read()
+        start = data.rstrip(b"\n").rfind(b"\n") + 1  # where the last line begins
+        tail = data[start:]
+        if tail.strip() and not _is_complete_record(tail):
+            with open(f"{path}.torn", "ab") as torn:
+                torn.write(tail.rstrip(b"\n") + b"\n")
+            f.truncate(start)
+            f.flush()
+            os.fsync(f.fileno())
+            log.warning("%s: moved a torn last line (%d bytes) to %s.torn", path, len(tail), path)
+    return done_ids(path, key)
+
+
+def _is_complete_record(line: bytes) -> bool:
+    if not line.endswith(b"\n"):
+        return False
+    try:
+        return isinstance(json.loads(line), dict)
+    except ValueError:
+        return False
 
 
 @contextlib.contextmanager

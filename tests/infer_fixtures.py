@@ -1,0 +1,41 @@
+"""Builders for the inference tests: problem records from the embedded set, a scripted model."""
+
+from __future__ import annotations
+
+from cobalt.data import embedded, livecodebench
+from cobalt.infer.llm import Activity, Completion
+
+
+def problem_records(ids: list[str]) -> list[dict]:
+    """Problem records (``id``, ``instruction``, ``test_cases``, public and hidden) of embedded
+    problems, made the way preproc_lcb_test6.py makes them."""
+    chosen = [p for p in embedded.load_problems() if p["id"] in ids]
+    return [livecodebench.convert_record(raw) for raw in embedded.to_lcb_records(chosen)]
+
+
+def programs(problem_id: str) -> tuple[str, str]:
+    """A correct and a wrong program of an embedded problem."""
+    p = next(p for p in embedded.load_problems() if p["id"] == problem_id)
+    return p["solutions"][0], p["wrong_solutions"][0]["code"]
+
+
+def answer(program: str | None, thinking: bool = True) -> str:
+    think = "<think>\nLet me check the sample.\n</think>\n" if thinking else ""
+    body = f"```python\n{program}\n```" if program is not None else "I am not sure."
+    return f"{think}Here is the program.\n{body}\nDone."
+
+
+class ScriptedModel:
+    """Answers from a script: ``script(messages) -> text`` (a unit-test stand-in for ChatModel)."""
+
+    def __init__(self, script):
+        self.script = script
+        self.activity = Activity()
+        self.calls = []
+
+    async def complete(self, messages, *, n=1, **sampling):
+        self.calls.append((list(messages), n, sampling))
+        return Completion(
+            [self.script(messages) for _ in range(n)],
+            {"prompt_tokens": 10, "completion_tokens": 5, "calls": 1},
+        )
