@@ -152,33 +152,34 @@ def main(argv=None) -> dict:
 
     import ray
 
+    from cobalt.serve.cluster import connect, ray_cluster
     from cobalt.serve.evaluator import load_evaluator_config, start_evaluator_app
-    from cobalt.train.launch import PrivateRayHead
 
     items = workload(args.responses, args.tests)
     batch = data_proto(items, ByteTokenizer())
     _, serve_cfg = load_evaluator_config(args.evaluator_config)
-    head = PrivateRayHead(num_cpus=max(4, serve_cfg.num_replicas * int(serve_cfg.num_cpus) + 2), num_gpus=0)
-    try:
-        head.wait_ready()
-        ray.init(address=head.address, log_to_driver=False)
-        start_evaluator_app(args.evaluator_config)
-        asyncio.run(run_raw(items[:16], args.max_in_flight))  # warm the replicas and the handle
-        modes = {
-            "raw": lambda: (asyncio.run(run_raw(items, args.max_in_flight)), None),
-            "manager": lambda: asyncio.run(run_manager(batch, args.max_in_flight, reference_sleep=False)),
-            "reference": lambda: asyncio.run(run_manager(batch, args.max_in_flight, reference_sleep=True)),
-        }
-        times, order, scores = {mode: [] for mode in modes}, list(modes), []
-        for repeat in range(args.repeats):
-            for mode in order[repeat % 3 :] + order[: repeat % 3]:  # rotate: no mode always runs first
-                seconds, result = modes[mode]()
-                times[mode].append(seconds)
-                if mode == "manager":
-                    scores = result
-    finally:
-        ray.shutdown()
-        head.stop()
+    num_cpus = max(4, serve_cfg.num_replicas * int(serve_cfg.num_cpus) + 2)
+    with ray_cluster(None, num_cpus=num_cpus) as address:
+        connect(address)
+        try:
+            start_evaluator_app(args.evaluator_config)
+            asyncio.run(run_raw(items[:16], args.max_in_flight))  # warm the replicas and the handle
+            modes = {
+                "raw": lambda: (asyncio.run(run_raw(items, args.max_in_flight)), None),
+                "manager": lambda: asyncio.run(run_manager(batch, args.max_in_flight, reference_sleep=False)),
+                "reference": lambda: asyncio.run(
+                    run_manager(batch, args.max_in_flight, reference_sleep=True)
+                ),
+            }
+            times, order, scores = {mode: [] for mode in modes}, list(modes), []
+            for repeat in range(args.repeats):
+                for mode in order[repeat % 3 :] + order[: repeat % 3]:  # rotate: no mode always runs first
+                    seconds, result = modes[mode]()
+                    times[mode].append(seconds)
+                    if mode == "manager":
+                        scores = result
+        finally:
+            ray.shutdown()
     best = {mode: min(values) for mode, values in times.items()}
     report = {
         "responses": args.responses,

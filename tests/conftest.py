@@ -4,8 +4,8 @@ stops anyone else's), with a private temp dir, and shuts down only that."""
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
+
+os.environ.setdefault("RAY_AUTH_MODE", "token")  # before anything imports ray (see cobalt/__init__.py)
 from pathlib import Path
 
 import pytest
@@ -17,22 +17,17 @@ APPS_SAMPLES = SHARED / "data" / "apps-samples"
 
 @pytest.fixture(scope="session")
 def ray_cluster():
-    """A private single-node Ray cluster for this test session."""
+    """A private single-node Ray cluster for this test session, with its own auth token (nothing
+    is read from or written to ~/.ray); only it is stopped afterwards."""
     ray = pytest.importorskip("ray")
-    temp_dir = tempfile.mkdtemp(prefix="rt", dir="/tmp")  # short: Ray's socket paths are limited
+    from cobalt.serve.cluster import connect
+    from cobalt.serve.cluster import ray_cluster as private_cluster
+
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-    ray.init(
-        address="local",
-        num_cpus=4,
-        include_dashboard=False,
-        _temp_dir=temp_dir,
-        _node_ip_address="127.0.0.1",  # loopback only
-        log_to_driver=False,
-        runtime_env={"env_vars": {"COBALT_CONFIG_DIR": str(ROOT / "configs")}},
-    )
-    yield ray
-    ray.shutdown()
-    shutil.rmtree(temp_dir, ignore_errors=True)
+    with private_cluster(None, num_cpus=8, log=lambda message: None) as address:
+        connect(address)
+        yield ray
+        ray.shutdown()
 
 
 @pytest.fixture(scope="session")

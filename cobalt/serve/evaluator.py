@@ -106,16 +106,19 @@ def main() -> None:
     )
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    address = args.address or os.environ.get("RAY_ADDRESS")
-    if address:
-        ray.init(address=address)
-    else:  # a new local cluster listens on loopback only
-        ray.init(address="local", _node_ip_address="127.0.0.1")
-    start_evaluator_app(args.config)
+    from cobalt.serve.cluster import connect, ray_cluster
+
     _, opts = load_evaluator_config(args.config)
-    log.info("evaluator app %r is up; Ctrl-C to stop", opts.app_name)
-    try:
-        while True:
-            time.sleep(3600)
-    except KeyboardInterrupt:
-        serve.shutdown()
+    # A private loopback head with its own token (or the cluster at --address / $RAY_ADDRESS).
+    with ray_cluster(
+        args.address, num_cpus=max(4, int(opts.num_replicas * opts.num_cpus) + 2), log=log.info
+    ) as address:
+        connect(address)
+        start_evaluator_app(args.config)
+        log.info("evaluator app %r is up on %s; Ctrl-C to stop", opts.app_name, address)
+        try:
+            while True:
+                time.sleep(3600)
+        except KeyboardInterrupt:
+            serve.delete(opts.app_name)
+            ray.shutdown()

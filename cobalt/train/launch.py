@@ -17,16 +17,14 @@ import dataclasses
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
-import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
 from cobalt.config import config_dir, load_config
 from cobalt.errors import ConfigError
+from cobalt.serve.cluster import ray_cluster
 
 PROFILE_KEYS = {
     "description",
@@ -176,72 +174,6 @@ def _run_step(what: str, cmd: list[str]) -> None:
 # --------------------------------------------------------------------------------------------------
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class PrivateRayHead:
-    """``ray start --head --block`` on 127.0.0.1 with its own port and temp dir; :meth:`stop`
-    ends exactly this head (SIGTERM, then SIGKILL of its process group), never other clusters."""
-
-    def __init__(
-        self, num_cpus: int, num_gpus: int, temp_dir: str | None = None, log_path: str | None = None
-    ):
-        self.port = free_port()
-        self.temp_dir = temp_dir or tempfile.mkdtemp(prefix="cobalt-ray-")
-        self.address = f"127.0.0.1:{self.port}"
-        cmd = [
-            str(Path(sys.executable).with_name("ray")),
-            "start",
-            "--head",
-            "--block",
-            "--node-ip-address=127.0.0.1",
-            f"--port={self.port}",
-            f"--temp-dir={self.temp_dir}",
-            f"--num-cpus={num_cpus}",
-            f"--num-gpus={num_gpus}",
-            "--include-dashboard=false",
-            "--disable-usage-stats",
-        ]
-        self.log = open(  # noqa: SIM115 (closed in stop())
-            log_path or os.path.join(self.temp_dir, "head.log"), "w"
-        )
-        self.process = subprocess.Popen(
-            cmd, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True
-        )
-
-    def wait_ready(self, timeout_s: float = 120) -> None:
-        """Wait until a driver can connect. Probed from a fresh interpreter: Ray reads its auth
-        mode once per process, so this process may not be able to connect itself."""
-        probe = [sys.executable, "-c", f"import ray; ray.init(address={self.address!r}, log_to_driver=False)"]
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"ray start exited with {self.process.returncode}; see {self.log.name}")
-            try:
-                if subprocess.run(probe, capture_output=True, timeout=60).returncode == 0:
-                    return
-            except subprocess.TimeoutExpired:
-                pass
-            time.sleep(2)
-        raise TimeoutError(f"Ray head at {self.address} not ready after {timeout_s:.0f} s")
-
-    def stop(self, timeout_s: float = 60) -> None:
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(timeout_s)
-            except subprocess.TimeoutExpired:
-                pass
-        try:
-            os.killpg(self.process.pid, signal.SIGKILL)  # stragglers of this head only
-        except ProcessLookupError:
-            pass
-        self.log.close()
-
-
 def start_evaluator(address: str, config_name: str) -> None:
     """Deploy the evaluator app on the cluster at ``address`` (it outlives this driver)."""
     code = (
@@ -269,25 +201,22 @@ def run(
         )
         return 0
     prepare(profile, overrides)
-    head = None
-    signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)  # so the head below is always stopped
-    try:
-        if not joined:
-            head = PrivateRayHead(
-                int(profile.ray.get("num_cpus", os.cpu_count() or 2)), int(profile.ray.get("num_gpus", 0))
-            )
-            print(
-                f"[cobalt.launch] starting a private Ray head at {head.address} ({head.temp_dir})", flush=True
-            )
-            head.wait_ready()
-            address = head.address
+    signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)  # so a private head is always stopped
+    ray_cfg = profile.ray
+    with ray_cluster(
+        address,
+        num_cpus=int(ray_cfg.get("num_cpus", os.cpu_count() or 2)),
+        num_gpus=int(ray_cfg.get("num_gpus", 0)),
+        log=_log,
+    ) as address:
         start_evaluator(address, profile.evaluator_config)
         env = dict(os.environ, RAY_ADDRESS=address)
-        print(f"[cobalt.launch] main_ppo on {address}: {' '.join(overrides)}", flush=True)
+        _log(f"main_ppo on {address}: {' '.join(overrides)}")
         return subprocess.run(main_ppo_command(overrides), env=env).returncode
-    finally:
-        if head is not None:
-            head.stop()
+
+
+def _log(message: str) -> None:
+    print(f"[cobalt.launch] {message}", flush=True)
 
 
 def _raise_keyboard_interrupt(signum, frame):
