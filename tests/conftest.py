@@ -26,6 +26,12 @@ def ray_cluster():
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     with private_cluster(None, num_cpus=8, log=lambda message: None) as address:
         connect(address)
+        from ray import serve
+
+        from cobalt.serve.cluster import free_port
+
+        # Serve with its HTTP proxy on loopback, so engine apps' OpenAI routes are reachable
+        serve.start(http_options={"host": "127.0.0.1", "port": free_port()})
         yield ray
         ray.shutdown()
 

@@ -2,15 +2,9 @@
 
 from __future__ import annotations
 
-from cobalt.data import embedded, livecodebench
+from cobalt.data import embedded
+from cobalt.data.embedded import problem_records  # noqa: F401 (re-exported for the tests)
 from cobalt.infer.llm import Activity, Completion
-
-
-def problem_records(ids: list[str]) -> list[dict]:
-    """Problem records (``id``, ``instruction``, ``test_cases``, public and hidden) of embedded
-    problems, made the way preproc_lcb_test6.py makes them."""
-    chosen = [p for p in embedded.load_problems() if p["id"] in ids]
-    return [livecodebench.convert_record(raw) for raw in embedded.to_lcb_records(chosen)]
 
 
 def programs(problem_id: str) -> tuple[str, str]:
