@@ -22,11 +22,12 @@ import dataclasses
 import importlib.util
 import json
 import os
-import random
 import shutil
 import tempfile
 import time
 from pathlib import Path
+
+from cobalt.train.sft import SFTOptions, fine_tune, prompt_ids
 
 CHAT_TEMPLATE = (
     "{% for message in messages %}<|im_start|>{{ message['role'] }}\n{{ message['content'] }}<|im_end|>\n"
@@ -118,47 +119,6 @@ def build_model(tokenizer, opts: WarmUpOptions):
     return model
 
 
-def prompt_ids(tokenizer, messages: list[dict]) -> list[int]:
-    return tokenizer.apply_chat_template(
-        list(messages), add_generation_prompt=True, tokenize=True, return_dict=False
-    )
-
-
-def encode(tokenizer, messages: list[dict], response: str) -> tuple[list[int], int]:
-    """Token ids of prompt + response + eos, and where the response starts."""
-    ids = prompt_ids(tokenizer, messages)
-    response_ids = tokenizer(response, add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id]
-    return ids + response_ids, len(ids)
-
-
-def fine_tune(model, tokenizer, examples: list[tuple], opts: WarmUpOptions) -> list[float]:
-    """Plain SFT with the loss on response tokens only; returns the loss per step."""
-    import torch
-
-    encoded = [encode(tokenizer, m, r) for m, r in examples]
-    optimizer = torch.optim.AdamW(model.parameters(), lr=opts.lr)
-    rng, losses = random.Random(opts.seed), []
-    model.train()
-    for _ in range(opts.max_steps):
-        batch = rng.sample(encoded, min(opts.batch_size, len(encoded)))
-        width = max(len(ids) for ids, _ in batch)
-        input_ids = torch.full((len(batch), width), tokenizer.pad_token_id)
-        labels = torch.full((len(batch), width), -100)
-        mask = torch.zeros((len(batch), width), dtype=torch.long)
-        for row, (ids, start) in enumerate(batch):
-            input_ids[row, : len(ids)] = torch.tensor(ids)
-            labels[row, start : len(ids)] = torch.tensor(ids[start:])
-            mask[row, : len(ids)] = 1
-        loss = model(input_ids=input_ids, attention_mask=mask, labels=labels).loss
-        loss.backward()
-        optimizer.step()
-        optimizer.zero_grad()
-        losses.append(loss.item())
-        if len(losses) >= 5 and sum(losses[-5:]) / 5 < opts.target_loss:
-            break
-    return losses
-
-
 def warm_up(
     data_file: str | Path,
     out: str | Path,
@@ -180,7 +140,12 @@ def warm_up(
         raise ValueError(f"no prompt of {data_file} fits in {opts.max_prompt_tokens} tokens")
     examples = sft_examples(rows, programs)
     model = build_model(tokenizer, opts)
-    losses = fine_tune(model, tokenizer, examples, opts)
+    losses = fine_tune(
+        model,
+        tokenizer,
+        examples,
+        SFTOptions(opts.max_steps, opts.target_loss, opts.lr, opts.batch_size, opts.seed),
+    )
     model.save_pretrained(out, safe_serialization=True)
     report = {
         "rows": len(all_rows),
