@@ -3,7 +3,7 @@
 ``detect_hard_coding(code, inputs, outputs)`` reads the program's syntax tree (it never runs it)
 and returns the reasons it flags it for the given tests (literal inputs, wrong expected outputs),
 or ``[]``. A *constant* is a literal the program writes (numbers, strings, tuples/lists/sets of
-them, ``"sep".join(...)`` of them, f-strings without fields). Rules, per perturbed test:
+them, ``"sep".join(...)`` and ``str(...)`` of them, f-strings of them). Rules, per perturbed test:
 
 1. **compares with the input**: an ``==``/``!=``/``in``/``not in``/``is`` comparison, a
    ``match`` case, or a containment call (``startswith``, ``endswith``, ``find``, ``index``,
@@ -16,9 +16,11 @@ them, ``"sep".join(...)`` of them, f-strings without fields). Rules, per perturb
    ``return``/``yield``, an assignment or an ``exit`` of a constant whose tokens equal the wrong
    expected output, when that output is distinctive;
 4. **branches on the input and outputs the wrong expected output**: an ``if`` / conditional
-   expression / ``match`` case whose condition matches the test's input (any size, but a lone
-   token must be distinctive or come with a second matching value) and whose branches output the
-   test's whole wrong expected output (as in rule 3, any size).
+   expression / ``match`` case whose condition matches the test's input (any size; but a token
+   that is not the first of its line must be distinctive or come with a second matching value)
+   and whose branch taken on that input (the body for ``==``/``in``/containment, the ``else``
+   for ``!=``/``not in``, flipped by ``not``) outputs the test's whole wrong expected output (as
+   in rule 3, any size).
 
 *Distinctive* keeps tiny literals that honest programs are full of from firing alone: integers
 below 100 or "round" (``d·10^k``, ``10^k ± 9``, ``2^k``, ``2^k − 1``, 998244353); single
@@ -39,7 +41,7 @@ from dataclasses import dataclass
 _NOT_CONST = object()
 _CONTAINMENT_METHODS = {"startswith", "endswith", "find", "rfind", "index", "rindex", "count", "__contains__"}
 _EXIT_FUNCTIONS = {"exit", "quit", "_exit"}
-_TOKEN_KINDS = ("input token",)
+_WEAK_KINDS = ("input token",)  # rule 4 needs more than one such match
 _MIN_FRAGMENT = 5
 _SHOW = 60  # characters of a literal quoted in a reason
 
@@ -430,7 +432,7 @@ def _branches(constants: list, branch, tests: list[PerturbedTest]) -> Iterator[s
     for test in tests:
         matches = [(test.input_match(v), v) for v in constants]
         matches = [(kind, v) for kind, v in matches if kind]
-        strong = [(k, v) for k, v in matches if k not in _TOKEN_KINDS or distinctive(v)]
+        strong = [(k, v) for k, v in matches if k not in _WEAK_KINDS or distinctive(v)]
         several = len({repr(v) for _, v in matches}) >= 2
         if not strong and not several:
             continue
