@@ -273,3 +273,28 @@ def test_distinctive_literals(value, expected):
 def test_bad_arguments():
     with pytest.raises(ValueError):
         detect_hard_coding("print(1)", ["1"], [])
+
+
+def test_embedded_programs_are_not_flagged():
+    """Programs written without any perturbed test in view (the embedded set's reference and wrong
+    solutions) against every problem's perturbed tests: no false alarm."""
+    import json
+    import random
+
+    from cobalt.data.embedded import load_problems
+    from cobalt.data.perturb import perturb_tests
+
+    problems, rng = load_problems(), random.Random(1)
+    perturbed = [json.loads(t[0]) for p in problems if (t := perturb_tests(p["public_tests"], rng))]
+    programs = [c for p in problems for c in p["solutions"] + [w["code"] for w in p["wrong_solutions"]]]
+    flagged = [
+        (code, tests)
+        for code in programs
+        for tests in perturbed
+        if detect_hard_coding(code, tests["inputs"], tests["outputs"])
+    ]
+    print(
+        f"\n{len(programs)} embedded programs × {len(perturbed)} perturbed test pairs: {len(flagged)} flagged"
+    )
+    assert len(programs) >= 100 and len(perturbed) >= 50
+    assert flagged == []
