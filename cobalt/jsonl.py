@@ -60,9 +60,21 @@ def append_jsonl(path: str | os.PathLike, record: dict) -> None:
         os.fsync(f.fileno())
 
 
-def done_ids(path: str | os.PathLike, key: str = "id") -> set:
+Key = str | tuple[str, ...]
+
+
+def record_key(record: dict, key: Key = "id"):
+    """The value that identifies ``record``: ``record[key]``, or for a composite key (a tuple of
+    field names) the tuple of those fields' values."""
+    if isinstance(key, tuple):
+        return tuple(record[k] for k in key)
+    return record[key]
+
+
+def done_ids(path: str | os.PathLike, key: Key = "id") -> set:
     """Ids already present in an append-only output file (empty if it does not exist yet).
 
+    ``key`` is a field name or a tuple of them (then the ids are tuples, see :func:`record_key`).
     A torn last line (the process died mid-write) is ignored; it will be redone.
     """
     path = Path(path)
@@ -75,7 +87,7 @@ def done_ids(path: str | os.PathLike, key: str = "id") -> set:
         if not line.strip():
             continue
         try:
-            ids.add(json.loads(line)[key])
+            ids.add(record_key(json.loads(line), key))
         except (json.JSONDecodeError, KeyError, TypeError):
             if lineno == len(lines):
                 continue
@@ -85,7 +97,7 @@ def done_ids(path: str | os.PathLike, key: str = "id") -> set:
     return ids
 
 
-def resume_appending(path: str | os.PathLike, key: str = "id") -> set:
+def resume_appending(path: str | os.PathLike, key: Key = "id") -> set:
     """Get an append-only output ready for more records and return the ids it already holds.
 
     A crash mid-write can leave a torn last line; appending after it would bury a corrupt line in

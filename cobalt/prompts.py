@@ -8,6 +8,8 @@ from __future__ import annotations
 
 # --- marker strings (exact: other people's trajectories depend on them) -----------------------------
 ALL_PUBLIC_PASSED_MARKER = "The code has passed all public test cases"
+# The reference's feedback messages put the execution feedback after this line.
+REFERENCE_FEEDBACK_HEADER = "Here is the execution feedback:"
 
 SYSTEM_PROMPT = (
     "You are an expert competitive programmer. You write correct, efficient Python 3 programs "
@@ -67,6 +69,21 @@ def feedback_message(result: dict) -> str:
         if not passed:
             return feedback if feedback == NO_CODE_BLOCK else _FAILED_TEST.format(feedback=feedback)
     return _ALL_PASSED
+
+
+def shown_feedback(message: str) -> str:
+    """The execution feedback inside a feedback message (the inverse of :func:`feedback_message`).
+
+    A reference-layout message: the text after ``REFERENCE_FEEDBACK_HEADER``, stripped. One of
+    ours for a failed test: the feedback string between the template's head and tail. Anything
+    else (the all-passed message, no code block) is returned whole.
+    """
+    if REFERENCE_FEEDBACK_HEADER in message:
+        return message.split(REFERENCE_FEEDBACK_HEADER, 1)[1].strip()
+    head, tail = _FAILED_TEST.split("{feedback}")
+    if message.startswith(head) and message.endswith(tail):
+        return message[len(head) : len(message) - len(tail)]
+    return message
 
 
 def no_code_result() -> dict:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from tqdm import tqdm
 
-from cobalt.jsonl import append_jsonl, resume_appending
+from cobalt.jsonl import Key, append_jsonl, record_key, resume_appending
 
 log = logging.getLogger("cobalt.infer")
 
@@ -30,10 +30,10 @@ class StreamStats:
     seconds: float = 0.0
 
 
-def pending(records: list[dict], output: str, key: str = "id") -> tuple[list[dict], int]:
+def pending(records: list[dict], output: str, key: Key = "id") -> tuple[list[dict], int]:
     """Records not yet in ``output`` (after repairing a torn tail), and how many were skipped."""
     done = resume_appending(output, key)
-    todo = [r for r in records if r[key] not in done]
+    todo = [r for r in records if record_key(r, key) not in done]
     return todo, len(records) - len(todo)
 
 
@@ -44,7 +44,8 @@ async def stream_records(
     *,
     concurrency: int,
     desc: str,
-    key: str = "id",
+    key: Key = "id",
+    unit: str = "problem",
 ) -> StreamStats:
     """Run ``step`` on every record not yet in ``output``, at most ``concurrency`` at once,
     appending results in completion order. The first exception cancels the rest and is raised
@@ -57,7 +58,7 @@ async def stream_records(
     queue: asyncio.Queue[dict] = asyncio.Queue()
     for record in todo:
         queue.put_nowait(record)
-    bar = tqdm(total=len(records), initial=skipped, desc=desc, unit="problem", dynamic_ncols=True)
+    bar = tqdm(total=len(records), initial=skipped, desc=desc, unit=unit, dynamic_ncols=True)
 
     async def worker() -> None:
         while not queue.empty():
