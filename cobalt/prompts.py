@@ -8,8 +8,9 @@ from __future__ import annotations
 
 # --- marker strings (exact: other people's trajectories depend on them) -----------------------------
 ALL_PUBLIC_PASSED_MARKER = "The code has passed all public test cases"
-# The reference's feedback messages put the execution feedback after this line.
-REFERENCE_FEEDBACK_HEADER = "Here is the execution feedback:"
+# Feedback messages carry the execution feedback after this line (reference section 8; the
+# reward-hacking extraction reads the text after it).
+FEEDBACK_HEADER = "Here is the execution feedback:"
 
 SYSTEM_PROMPT = (
     "You are an expert competitive programmer. You write correct, efficient Python 3 programs "
@@ -27,11 +28,10 @@ Think the problem through first. Then give your complete solution in a single ``
 _CALL_BASED_NOTE = """
 The solution is judged by calling `Solution().{fn_name}(...)`: define a class `Solution` with that method."""
 
-_FAILED_TEST = """Your code did not pass this test case:
-
-{feedback}
-
-Find the mistake and give the complete corrected program in a single ```python code block."""
+_FAILED_TEST = (
+    "Your code did not pass all public test cases. Find the mistake and give the complete corrected "
+    "program in a single ```python code block.\n" + FEEDBACK_HEADER + "\n{feedback}"
+)
 
 _ALL_PASSED = (
     ALL_PUBLIC_PASSED_MARKER
@@ -72,17 +72,10 @@ def feedback_message(result: dict) -> str:
 
 
 def shown_feedback(message: str) -> str:
-    """The execution feedback inside a feedback message (the inverse of :func:`feedback_message`).
-
-    A reference-layout message: the text after ``REFERENCE_FEEDBACK_HEADER``, stripped. One of
-    ours for a failed test: the feedback string between the template's head and tail. Anything
-    else (the all-passed message, no code block) is returned whole.
-    """
-    if REFERENCE_FEEDBACK_HEADER in message:
-        return message.split(REFERENCE_FEEDBACK_HEADER, 1)[1].strip()
-    head, tail = _FAILED_TEST.split("{feedback}")
-    if message.startswith(head) and message.endswith(tail):
-        return message[len(head) : len(message) - len(tail)]
+    """The execution feedback inside a feedback message: the text after ``FEEDBACK_HEADER``
+    (stripped); other messages (all passed, no code block) are returned whole."""
+    if FEEDBACK_HEADER in message:
+        return message.split(FEEDBACK_HEADER, 1)[1].strip()
     return message
 
 

@@ -17,7 +17,7 @@ from cobalt.data.testcases import dump_test_cases, pass_rate
 from cobalt.data.trajectories import add_turn, start_conversation
 from cobalt.errors import DataError
 from cobalt.jsonl import load_jsonl, write_jsonl
-from cobalt.prompts import REFERENCE_FEEDBACK_HEADER, shown_feedback
+from cobalt.prompts import FEEDBACK_HEADER, shown_feedback
 from cobalt.sandbox import evaluate
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -165,7 +165,7 @@ def to_reference_layout(record: dict) -> dict:
         [
             {
                 **m,
-                "content": f"Your code failed.\n{REFERENCE_FEEDBACK_HEADER}\n{shown_feedback(m['content'])}",
+                "content": f"Your code failed.\n{FEEDBACK_HEADER}\n{shown_feedback(m['content'])}",
             }
             if i >= 3 and i % 2 == 1
             else m
