@@ -438,7 +438,12 @@ def run_pipeline(run: Run) -> Path:
     base = export_model(run)
     train, heldout = split_problems(run)
     warm = warm_up(run, base, train)
-    with ray_cluster(None, num_cpus=run.cfg.ray_num_cpus, log=log) as address:
+    from cobalt.train.launch import load_profile
+
+    # the trainer's CPU platform asks Ray for (fake) GPUs: the head declares what the profile needs
+    ray_needs = load_profile(run.cfg.train_profile).ray
+    num_cpus = max(run.cfg.ray_num_cpus, int(ray_needs.get("num_cpus", 0)))
+    with ray_cluster(None, num_cpus=num_cpus, num_gpus=int(ray_needs.get("num_gpus", 0)), log=log) as address:
         run.address = address
         connect(address)
         trajectories = self_debug(
