@@ -16,12 +16,13 @@ import asyncio
 import logging
 from pathlib import Path
 
+from cobalt.argtypes import positive_int
 from cobalt.data.execute import Executor
 from cobalt.data.trajectories import read_trajectories
 from cobalt.errors import DataError
 from cobalt.eval.hidden import evaluate_record
 from cobalt.eval.report import summarize, write_reports
-from cobalt.infer.cli import inference_settings, main_guard, positive_int
+from cobalt.infer.cli import inference_settings, main_guard
 from cobalt.infer.runtime import open_runtime
 from cobalt.infer.stream import stream_records
 

@@ -16,6 +16,7 @@ import signal
 import sys
 import time
 
+from cobalt.argtypes import fraction, non_negative_float, positive_int
 from cobalt.config import load_config
 from cobalt.data.execute import Executor
 from cobalt.errors import ConfigError, DataError
@@ -25,27 +26,6 @@ from cobalt.infer.single_turn import Sampling
 from cobalt.infer.stream import stream_records
 
 log = logging.getLogger("cobalt.infer")
-
-
-def positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
-
-
-def fraction(text: str) -> float:
-    value = float(text)
-    if not 0 <= value <= 1:
-        raise argparse.ArgumentTypeError(f"must be between 0 and 1, got {value}")
-    return value
-
-
-def non_negative_float(text: str) -> float:
-    value = float(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must not be negative, got {value}")
-    return value
 
 
 def inference_settings() -> dict:
