@@ -142,6 +142,7 @@ def atomic_output(path: str | os.PathLike, overwrite: bool = False) -> Iterator[
         raise FileExistsError(f"{path} already exists; pass --overwrite to replace it")
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.fchmod(fd, 0o666 & ~_umask())  # mkstemp makes it private; the output gets the usual mode
     os.close(fd)
     try:
         yield Path(tmp)
@@ -149,6 +150,12 @@ def atomic_output(path: str | os.PathLike, overwrite: bool = False) -> Iterator[
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def write_jsonl(path: str | os.PathLike, records: Iterable[dict[str, Any]], overwrite: bool = False) -> int:

@@ -24,3 +24,33 @@ def test_composite_key_missing_field_names_the_line(tmp_path):
     append_jsonl(path, {"id": "p2", "conversation": 0, "turn": 1})
     with pytest.raises(DataError, match=r"out\.jsonl:1"):
         done_ids(path, ("id", "conversation", "turn"))
+
+
+def test_overwrite_keeps_the_umask_mode(tmp_path):
+    import os
+    import stat
+
+    from cobalt.jsonl import write_jsonl
+
+    old = os.umask(0o022)
+    try:
+        path = tmp_path / "out.jsonl"
+        write_jsonl(path, [{"id": 1}])
+        write_jsonl(path, [{"id": 2}], overwrite=True)
+        assert stat.S_IMODE(path.stat().st_mode) == 0o644
+    finally:
+        os.umask(old)
+
+
+def test_a_zip_bomb_is_refused_before_it_is_inflated():
+    import zlib
+
+    import pytest
+
+    from cobalt.data.livecodebench import inflate
+    from cobalt.errors import DataError
+
+    bomb = zlib.compress(b"0" * (64 << 20))
+    with pytest.raises(DataError, match="inflates to more than 1 MiB"):
+        inflate(bomb, limit=1 << 20)
+    assert inflate(zlib.compress(b"abc"), limit=1 << 20) == b"abc"
