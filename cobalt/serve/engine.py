@@ -81,6 +81,16 @@ def served_models(api_base: str, timeout_s: float = 5.0) -> list[str]:
         return []
 
 
+def _listening(host: str, port: int) -> bool:
+    import socket
+
+    try:
+        with socket.create_connection((host, port), timeout=3):
+            return True
+    except OSError:
+        return False
+
+
 def http_port() -> int | None:
     """The port of the connected cluster's Serve HTTP proxy (None if Serve is not running)."""
     from ray import serve
@@ -103,6 +113,12 @@ def start_engine_app(model: str, cfg: EngineConfig | None = None, port: int | No
         serve.start(http_options={"host": cfg.http_host, "port": port or cfg.http_port or 8000})
         running = http_port()
     api_base = f"http://{cfg.http_host}:{running}/v1"
+    if not _listening(cfg.http_host, running):
+        raise ConfigError(
+            f"Ray Serve on this cluster has no HTTP proxy at {cfg.http_host}:{running} (it was started "
+            "with proxies disabled), so the engine's OpenAI route cannot be reached; restart Serve with "
+            "HTTP on, or serve the model elsewhere and use --engine litellm --api_base URL"
+        )
     status = serve.status().applications.get(cfg.app_name)
     if status is not None and str(status.status).endswith("RUNNING"):
         models = served_models(api_base)

@@ -85,10 +85,14 @@ def build_app(config_name: str | None = None):
 
 
 def start_evaluator_app(config_name: str | None = None):
-    """Deploy the evaluator on the connected Ray cluster (handle-only, no HTTP proxy needed) and
+    """Deploy the evaluator on the connected Ray cluster (reached by handle; no HTTP route) and
     return its deployment handle."""
     _, opts = load_evaluator_config(config_name)
-    serve.start(proxy_location="Disabled")
+    # Whoever starts Serve on a cluster fixes its HTTP options for everyone: keep a proxy, on
+    # loopback and a free port, so an engine app deployed later still gets its OpenAI route.
+    from cobalt.serve.cluster import free_port
+
+    serve.start(http_options={"host": "127.0.0.1", "port": free_port()})
     return serve.run(build_app(config_name), name=opts.app_name, route_prefix=opts.route_prefix)
 
 
