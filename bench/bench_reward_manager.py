@@ -155,8 +155,8 @@ def main(argv=None) -> dict:
     items = workload(args.responses, args.tests)
     batch = data_proto(items, ByteTokenizer())
     _, serve_cfg = load_evaluator_config(args.evaluator_config)
-    cpus = max(4, serve_cfg.num_replicas * int(serve_cfg.num_cpus) + 2)
-    with ray_cluster(num_cpus=cpus) as address:  # a private head, or $RAY_ADDRESS
+    num_cpus = max(4, serve_cfg.num_replicas * int(serve_cfg.num_cpus) + 2)
+    with ray_cluster(None, num_cpus=num_cpus) as address:
         connect(address)
         try:
             start_evaluator_app(args.evaluator_config)

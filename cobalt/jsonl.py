@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import tempfile
 from collections.abc import Iterable, Iterator
@@ -17,6 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from cobalt.errors import DataError
+
+log = logging.getLogger("cobalt.jsonl")
 
 
 def read_jsonl(path: str | os.PathLike, required: Iterable[str] = ()) -> Iterator[dict]:
@@ -57,9 +60,21 @@ def append_jsonl(path: str | os.PathLike, record: dict) -> None:
         os.fsync(f.fileno())
 
 
-def done_ids(path: str | os.PathLike, key: str = "id") -> set:
+Key = str | tuple[str, ...]
+
+
+def record_key(record: dict, key: Key = "id"):
+    """The value that identifies ``record``: ``record[key]``, or for a composite key (a tuple of
+    field names) the tuple of those fields' values."""
+    if isinstance(key, tuple):
+        return tuple(record[k] for k in key)
+    return record[key]
+
+
+def done_ids(path: str | os.PathLike, key: Key = "id") -> set:
     """Ids already present in an append-only output file (empty if it does not exist yet).
 
+    ``key`` is a field name or a tuple of them (then the ids are tuples, see :func:`record_key`).
     A torn last line (the process died mid-write) is ignored; it will be redone.
     """
     path = Path(path)
@@ -72,7 +87,7 @@ def done_ids(path: str | os.PathLike, key: str = "id") -> set:
         if not line.strip():
             continue
         try:
-            ids.add(json.loads(line)[key])
+            ids.add(record_key(json.loads(line), key))
         except (json.JSONDecodeError, KeyError, TypeError):
             if lineno == len(lines):
                 continue
@@ -80,6 +95,39 @@ def done_ids(path: str | os.PathLike, key: str = "id") -> set:
                 f"cannot resume: unreadable record (no {key!r})", path=path, line=lineno
             ) from None
     return ids
+
+
+def resume_appending(path: str | os.PathLike, key: Key = "id") -> set:
+    """Get an append-only output ready for more records and return the ids it already holds.
+
+    A crash mid-write can leave a torn last line; appending after it would bury a corrupt line in
+    the middle of the file. The torn bytes are moved to ``<path>.torn`` (kept, never discarded)
+    and the file is cut back to its last complete record.
+    """
+    path = Path(path)
+    if not path.exists():
+        return set()
+    with path.open("rb+") as f:
+        data = f.read()
+        start = data.rstrip(b"\n").rfind(b"\n") + 1  # where the last line begins
+        tail = data[start:]
+        if tail.strip() and not _is_complete_record(tail):
+            with open(f"{path}.torn", "ab") as torn:
+                torn.write(tail.rstrip(b"\n") + b"\n")
+            f.truncate(start)
+            f.flush()
+            os.fsync(f.fileno())
+            log.warning("%s: moved a torn last line (%d bytes) to %s.torn", path, len(tail), path)
+    return done_ids(path, key)
+
+
+def _is_complete_record(line: bytes) -> bool:
+    if not line.endswith(b"\n"):
+        return False
+    try:
+        return isinstance(json.loads(line), dict)
+    except ValueError:
+        return False
 
 
 @contextlib.contextmanager
@@ -94,6 +142,7 @@ def atomic_output(path: str | os.PathLike, overwrite: bool = False) -> Iterator[
         raise FileExistsError(f"{path} already exists; pass --overwrite to replace it")
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.fchmod(fd, 0o666 & ~_umask())  # mkstemp makes it private; the output gets the usual mode
     os.close(fd)
     try:
         yield Path(tmp)
@@ -101,6 +150,12 @@ def atomic_output(path: str | os.PathLike, overwrite: bool = False) -> Iterator[
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def write_jsonl(path: str | os.PathLike, records: Iterable[dict[str, Any]], overwrite: bool = False) -> int:

@@ -4,6 +4,7 @@ import argparse
 
 from tqdm import tqdm
 
+from cobalt.argtypes import non_negative_int
 from cobalt.data import cli, livecodebench
 from cobalt.data.sources import iter_local
 from cobalt.jsonl import write_jsonl
@@ -15,7 +16,7 @@ def parse_args():
     p.add_argument("--output_file", default="data/lcb_v6.jsonl")
     p.add_argument(
         "--max_hidden",
-        type=int,
+        type=non_negative_int,
         default=livecodebench.MAX_HIDDEN,
         help="over this many hidden tests keep the 4 shortest and 16 longest (0: keep all)",
     )

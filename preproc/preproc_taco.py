@@ -3,6 +3,7 @@
 import argparse
 import os
 
+from cobalt.argtypes import fraction, non_negative_int
 from cobalt.data import cli, taco
 from cobalt.data.sources import iter_records
 from cobalt.jsonl import write_jsonl
@@ -30,10 +31,10 @@ def parse_args():
         action="store_true",
         help="drop problems that no reference solution passes (the reference keeps them)",
     )
-    p.add_argument("--dev_ratio", type=float, default=0.1, help="fraction of problems for dev")
+    p.add_argument("--dev_ratio", type=fraction, default=0.1, help="fraction of problems for dev")
     p.add_argument(
         "--num_public",
-        type=int,
+        type=non_negative_int,
         default=taco.NUM_PUBLIC,
         help="the first N selected tests become public_test_cases, the rest hidden",
     )

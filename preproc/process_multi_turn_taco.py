@@ -5,6 +5,7 @@ import argparse
 
 from tqdm import tqdm
 
+from cobalt.argtypes import positive_int
 from cobalt.data import bandit, cli
 from cobalt.data.tokens import load_tokenizer, prompt_token_counter
 from cobalt.data.trajectories import read_trajectories
@@ -33,11 +34,11 @@ def parse_args():
     p.add_argument("--seed", type=int, default=bandit.SHUFFLE_SEED, help="shuffle seed")
     p.add_argument(
         "--num_turns",
-        type=int,
+        type=positive_int,
         default=bandit.NUM_TURNS,
         help="cuts after 4, 6, ... 2 + 2*num_turns messages",
     )
-    p.add_argument("--max_prompt_tokens", type=int, default=bandit.MAX_PROMPT_TOKENS)
+    p.add_argument("--max_prompt_tokens", type=positive_int, default=bandit.MAX_PROMPT_TOKENS)
     p.add_argument(
         "--actual_public_count",
         action="store_true",

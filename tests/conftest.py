@@ -4,6 +4,8 @@ stops anyone else's), with its own temp dir and auth token, and stops only that.
 from __future__ import annotations
 
 import os
+
+os.environ.setdefault("RAY_AUTH_MODE", "token")  # before anything imports ray (see cobalt/__init__.py)
 import shutil
 import tempfile
 from pathlib import Path
@@ -33,17 +35,21 @@ def pytest_unconfigure(config):
 
 @pytest.fixture(scope="session")
 def ray_cluster():
-    """A private single-node Ray head for this test session (its own token, no ~/.ray), joined by
-    this process; its variables are exported for subprocesses while the session lasts."""
+    """A private single-node Ray head for this test session (its own token, no ~/.ray; never
+    $RAY_ADDRESS), joined by this process; its variables are exported while the session lasts."""
     ray = pytest.importorskip("ray")
-    from cobalt.serve.cluster import PrivateRayHead, connect, exported
+    from cobalt.serve.cluster import PrivateRayHead, connect, exported, free_port
 
-    with exported({"RAY_USAGE_STATS_ENABLED": "0", "COBALT_CONFIG_DIR": str(ROOT / "configs")}):
-        head = PrivateRayHead(num_cpus=4)  # inherits the variables above, and so do its workers
+    with exported({"RAY_USAGE_STATS_ENABLED": "0"}):
+        head = PrivateRayHead(num_cpus=8)  # inherits the variable above, and so do its workers
         try:
             head.wait_ready()
             with head.exported():
                 connect(head.address)
+                from ray import serve
+
+                # Serve with its HTTP proxy on loopback, so engine apps' OpenAI routes are reachable
+                serve.start(http_options={"host": "127.0.0.1", "port": free_port()})
                 yield ray
                 ray.shutdown()
         finally:

@@ -145,3 +145,33 @@ def test_lcb_cli_converts_a_local_file(tmp_path):
     assert proc.returncode == 0, proc.stderr
     rec = json.loads((tmp_path / "lcb.jsonl").read_text())
     assert json.loads(rec["test_cases"])["inputs"] == ["1\n", "3\n"] and rec["question"] == "Print 2n."
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (
+            ["preproc/preproc_taco.py", "--dev_ratio", "1.5", "--output_dir", "x"],
+            "--dev_ratio: must be between 0 and 1",
+        ),
+        (
+            ["preproc/preproc_taco.py", "--num_public", "-2", "--output_dir", "x"],
+            "--num_public: must not be negative",
+        ),
+        (
+            ["preproc/process_multi_turn_taco.py", "-i", "a", "-o", "b", "--num_turns", "0"],
+            "--num_turns: must be at least 1",
+        ),
+        (
+            ["scripts/run_multi_turn.py", "-i", "a", "-o", "b", "--model", "m", "--turns", "0"],
+            "--turns: must be at least 1",
+        ),
+    ],
+)
+def test_out_of_range_flags_are_refused_by_the_parser(argv, message):
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[1]
+    proc = subprocess.run([sys.executable, str(root / argv[0]), *argv[1:]], capture_output=True, text=True)
+    assert proc.returncode == 2 and message in proc.stderr

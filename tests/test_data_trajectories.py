@@ -9,6 +9,7 @@ import pytest
 from data_fixtures import trajectory
 
 from cobalt.data import synthetic
+from cobalt.data.bandit import build_bandit_prompts
 from cobalt.data.testcases import dump_test_cases
 from cobalt.data.trajectories import assistant_content, from_reference, read_trajectories, validate
 from cobalt.errors import DataError
@@ -78,6 +79,20 @@ def test_reference_layout_is_converted(tmp_path):
     write_jsonl(tmp_path / "r.jsonl", [ref])
     [(line, rec)] = list(read_trajectories(tmp_path / "r.jsonl", need_hidden=True))
     assert line == 1 and rec["responses"] == ours["responses"]
+
+
+def test_reference_layout_without_raw_responses_is_accepted(tmp_path):
+    """The reference's cutter needs no raw responses (conversations, exec_results and the pass
+    rates are enough); the reader accepted only records that had them."""
+    ours = good()
+    ref = {k: v for k, v in ours.items() if k not in ("turn0_results", "responses", "public_pass_rates")}
+    ref["exec_results"] = ours["turn0_results"]
+    ref["public_pass_rates"] = [list(col) for col in zip(*ours["public_pass_rates"])]
+    write_jsonl(tmp_path / "r.jsonl", [ref])
+    [(_, rec)] = list(read_trajectories(tmp_path / "r.jsonl", need_hidden=True))
+    assert "responses" not in rec and rec["conversations"] == ours["conversations"]
+    prompts, counts = build_bandit_prompts([rec], lambda messages: 10)
+    assert counts.emitted == len(prompts) >= 1
 
 
 def test_assistant_content_keeps_text_after_last_think_cut_to_6000():

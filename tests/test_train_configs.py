@@ -37,6 +37,8 @@ def test_paper_settings_of_the_gpu_profiles():
         "actor_rollout_ref.actor.optim.lr": 1e-6,
         "actor_rollout_ref.actor.ppo_mini_batch_size": 64,
         "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu": 2,
+        "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu": 16,  # reference section 9
+        "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu": 16,
         "actor_rollout_ref.actor.clip_ratio_low": 0.2,
         "actor_rollout_ref.actor.clip_ratio_high": 0.4,
         "actor_rollout_ref.actor.kl_loss_coef": 1e-4,

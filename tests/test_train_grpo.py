@@ -28,6 +28,7 @@ ENV = {
     "TRANSFORMERS_OFFLINE": "1",
     "WANDB_MODE": "disabled",
     "RAY_USAGE_STATS_ENABLED": "0",
+    "RAY_AUTH_MODE": "token",
 }
 
 
@@ -53,20 +54,13 @@ def metrics(path: Path) -> dict[int, dict]:
 
 
 @pytest.fixture(scope="module")
-def ray_head(tmp_path_factory):
-    from cobalt.serve.cluster import PrivateRayHead, exported
+def ray_head():
+    """A private head with its own token (exported to this process, so launched jobs can join)."""
+    from cobalt.serve.cluster import ray_cluster
 
-    base = tmp_path_factory.mktemp("ray")
-    with exported(ENV):
-        head = PrivateRayHead(
-            num_cpus=8, num_gpus=1, temp_dir=str(base / "t"), log_path=str(base / "head.log")
-        )
-        try:
-            head.wait_ready()
-            with head.exported():  # the launcher joins with its token
-                yield head
-        finally:
-            head.stop()
+    os.environ.update(ENV)
+    with ray_cluster(None, num_cpus=8, num_gpus=1) as address:
+        yield address
 
 
 def launch(work: Path, address: str, name: str, *overrides: str) -> float:
@@ -114,7 +108,7 @@ def test_grpo_on_cpu_learns_checkpoints_and_resumes(tmp_path, ray_head):
 
     # Three steps, of which at least two must learn: with a tiny policy sampled at temperature 1,
     # one step's whole batch can occasionally score the same (e.g. every response malformed).
-    timings["run_1"] = launch(tmp_path, ray_head.address, "run1", "trainer.total_training_steps=3")
+    timings["run_1"] = launch(tmp_path, ray_head, "run1", "trainer.total_training_steps=3")
     first = metrics(tmp_path / "run1.jsonl")
     assert sorted(first) == [1, 2, 3]
     learning_steps = [
@@ -139,7 +133,7 @@ def test_grpo_on_cpu_learns_checkpoints_and_resumes(tmp_path, ray_head):
 
     timings["run_2"] = launch(
         tmp_path,
-        ray_head.address,
+        ray_head,
         "run2",
         "trainer.total_training_steps=4",
         "trainer.save_freq=4",

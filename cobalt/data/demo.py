@@ -14,6 +14,7 @@ import argparse
 import asyncio
 from pathlib import Path
 
+from cobalt.argtypes import fraction, positive_int
 from cobalt.data import bandit, cli, taco
 from cobalt.data.sources import iter_local
 from cobalt.data.synthetic import SyntheticOptions, generate
@@ -114,10 +115,10 @@ def main() -> None:
         help="tokenizer (hub name or local dir) for the prompt-length limit; "
         "default: a tiny tokenizer built offline in OUT/tokenizer",
     )
-    p.add_argument("--limit", type=int, default=None, help="use only the first N problems")
-    p.add_argument("--num_samples", type=int, default=16, help="conversations per problem")
-    p.add_argument("--num_turns", type=int, default=2, help="feedback turns after turn 0")
-    p.add_argument("--dev_ratio", type=float, default=0.2)
+    p.add_argument("--limit", type=positive_int, default=None, help="use only the first N problems")
+    p.add_argument("--num_samples", type=positive_int, default=16, help="conversations per problem")
+    p.add_argument("--num_turns", type=positive_int, default=2, help="feedback turns after turn 0")
+    p.add_argument("--dev_ratio", type=fraction, default=0.2)
     p.add_argument("--seed", type=int, default=42)
     p.add_argument("--evaluator", choices=["local", "serve"], default="local")
     cli.add_overwrite(p)

@@ -52,11 +52,25 @@ def loads_string(data: bytes) -> str:
     return value
 
 
+# LiveCodeBench's largest private test sets inflate to tens of MB; a "zip bomb" is refused
+# before it is inflated in full.
+MAX_INFLATED_BYTES = 512 << 20
+
+
+def inflate(data: bytes, limit: int = MAX_INFLATED_BYTES) -> bytes:
+    """zlib-decompress at most ``limit`` bytes; larger contents are an error."""
+    inflater = zlib.decompressobj()
+    out = inflater.decompress(data, limit)
+    if inflater.unconsumed_tail or len(out) > limit:
+        raise DataError(f"compressed data inflates to more than {limit >> 20} MiB; refused")
+    return out + inflater.flush()
+
+
 def decode_private_tests(encoded: str, *, path=None, line=None) -> list[dict]:
-    """base64 → zlib → (restricted) pickle → JSON list of ``{input, output}``."""
+    """base64 → zlib (size-capped) → (restricted) pickle → JSON list of ``{input, output}``."""
     field = "private_test_cases"
     try:
-        text = loads_string(zlib.decompress(base64.b64decode(encoded.encode("utf-8"), validate=True)))
+        text = loads_string(inflate(base64.b64decode(encoded.encode("utf-8"), validate=True)))
         tests = json.loads(text)
     except DataError as e:
         raise type(e)(e.problem, path=path, line=line, field=field) from None

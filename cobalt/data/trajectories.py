@@ -9,7 +9,7 @@ One JSONL record per problem (full description and an example in ``docs/data.md`
     public_test_cases  JSON string (optional) - the tests whose feedback the model saw
     hidden_test_cases  JSON string (optional) - the tests behind ``all_pass_rates``
     conversations      K chat conversations: system, user, then (assistant, feedback-user) × T
-    responses          K × T raw model outputs (before ``</think>`` stripping)
+    responses          K × T raw model outputs (before ``</think>`` stripping; optional)
     turn0_results      K execution results of the turn-0 responses on ``test_cases``
     public_results     K × T execution results on the public tests (optional)
     public_pass_rates  K × T pass rates on the public tests
@@ -32,7 +32,7 @@ from cobalt.extract import THINK_END, strip_thinking
 from cobalt.prompts import feedback_message, initial_messages
 
 MAX_ANSWER_CHARS = 6000
-REQUIRED = ("id", "test_cases", "conversations", "responses", "turn0_results", "public_pass_rates")
+REQUIRED = ("id", "test_cases", "conversations", "turn0_results", "public_pass_rates")  # responses: optional
 
 
 # --- building conversations (shared with multi-turn inference) ------------------------------------
@@ -69,7 +69,8 @@ def from_reference(record: dict) -> dict:
         if k not in ("exec_results", "raw_responses", "public_exec_results", "responses")
     }
     out["turn0_results"] = record["exec_results"]
-    out["responses"] = _transpose(record.get("raw_responses") or [record.get("responses", [])])
+    if record.get("raw_responses"):  # optional: the reference's cutter does not need them
+        out["responses"] = _transpose(record["raw_responses"])
     out["public_pass_rates"] = _transpose(record.get("public_pass_rates", []))
     if "public_exec_results" in record:
         out["public_results"] = _transpose(record["public_exec_results"])
@@ -148,7 +149,8 @@ def validate(record: dict, *, path=None, line=None, need_hidden: bool = False) -
     for conv in convs:
         _conversation(check, conv, 2 + 2 * n_turns)
     shape = (len(convs), n_turns)
-    check.grid(record, "responses", shape, _text)
+    if "responses" in record:
+        check.grid(record, "responses", shape, _text)
     check.grid(record, "public_pass_rates", shape, _rate)
     if "all_pass_rates" in record:
         check.grid(record, "all_pass_rates", shape, _rate)

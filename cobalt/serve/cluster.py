@@ -181,12 +181,29 @@ def ray_cluster(
         return
     head = PrivateRayHead(num_cpus or os.cpu_count() or 2, num_gpus)
     try:
-        log(f"starting a private Ray head at {head.address} ({head.temp_dir})")
+        log(
+            f"starting a private Ray head at {head.address} (join with RAY_ADDRESS={head.address} "
+            f"RAY_AUTH_MODE=token RAY_AUTH_TOKEN_PATH={head.token_path})"
+        )
         head.wait_ready()
         with head.exported():
             yield head.address
     finally:
         head.stop()
+
+
+def check_reachable(address: str, timeout_s: float = 5.0) -> None:
+    """Fail within seconds, saying what to do, when nothing listens at ``address`` (``ray.init``
+    would retry for minutes)."""
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    try:
+        with socket.create_connection((host or "127.0.0.1", int(port)), timeout=timeout_s):
+            return
+    except (OSError, ValueError) as e:
+        raise ConnectionError(
+            f"no Ray cluster answers at {address} ({e}); start one with `ray start --head` "
+            "or leave out --address (and unset RAY_ADDRESS) to start a private one"
+        ) from None
 
 
 def connect(address: str) -> None:
@@ -196,6 +213,7 @@ def connect(address: str) -> None:
 
     if ray.is_initialized():
         return
+    check_reachable(address)
     _reload_auth_settings()
     ray.init(address=address, log_to_driver=False)
 

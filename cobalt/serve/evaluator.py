@@ -85,10 +85,14 @@ def build_app(config_name: str | None = None):
 
 
 def start_evaluator_app(config_name: str | None = None):
-    """Deploy the evaluator on the connected Ray cluster (handle-only, no HTTP proxy needed) and
+    """Deploy the evaluator on the connected Ray cluster (reached by handle; no HTTP route) and
     return its deployment handle."""
     _, opts = load_evaluator_config(config_name)
-    serve.start(proxy_location="Disabled")
+    # Whoever starts Serve on a cluster fixes its HTTP options for everyone: keep a proxy, on
+    # loopback and a free port, so an engine app deployed later still gets its OpenAI route.
+    from cobalt.serve.cluster import free_port
+
+    serve.start(http_options={"host": "127.0.0.1", "port": free_port()})
     return serve.run(build_app(config_name), name=opts.app_name, route_prefix=opts.route_prefix)
 
 
@@ -97,6 +101,8 @@ def main() -> None:
     until Ctrl-C; a head started here is stopped on the way out."""
     import argparse
     import time
+
+    import ray
 
     from cobalt.serve.cluster import connect, ray_cluster
 
@@ -107,13 +113,16 @@ def main() -> None:
     )
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    with ray_cluster(args.address, log=log.info) as address:
+    _, opts = load_evaluator_config(args.config)
+    with ray_cluster(
+        args.address, num_cpus=max(4, int(opts.num_replicas * opts.num_cpus) + 2), log=log.info
+    ) as address:
         connect(address)
         start_evaluator_app(args.config)
-        _, opts = load_evaluator_config(args.config)
         log.info("evaluator app %r is up on %s; Ctrl-C to stop", opts.app_name, address)
         try:
             while True:
                 time.sleep(3600)
         except KeyboardInterrupt:
-            serve.shutdown()
+            serve.delete(opts.app_name)
+            ray.shutdown()

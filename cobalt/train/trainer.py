@@ -5,7 +5,8 @@ veRL logs the reward manager's per-item ``reward_extra_info`` for validation onl
 registered by :mod:`cobalt.train.verl_plugin`) adds, for every training step,
 ``reward/<key>/mean`` for each key of :data:`cobalt.train.reward_manager.EXTRA_KEYS` (pass rate,
 improvement, format penalty rate, evaluator failure and timeout rates, acc) and
-``reward/evaluator_failure/count``.
+``reward/evaluator_failure/count``, and ``reward/groups_with_spread/fraction`` (the GRPO groups
+whose responses did not all score the same: the ones with a learning signal).
 """
 
 from __future__ import annotations
@@ -32,11 +33,24 @@ def reward_extra_metrics(infos: list[dict]) -> dict[str, float]:
     return metrics
 
 
+def groups_with_spread(keys: list[str], scores: list[float]) -> float:
+    """The fraction of GRPO groups (responses to one prompt: keys ``{uid}_{session}_{index}``)
+    whose scores are not all equal; only those get a non-zero advantage."""
+    groups: dict[str, set] = {}
+    for key, score in zip(keys, scores):
+        groups.setdefault(str(key).split("_", 1)[0], set()).add(round(float(score), 9))
+    return sum(len(values) > 1 for values in groups.values()) / len(groups) if groups else 0.0
+
+
 @register_trainer(TRAINER_MODE)
 class CobaltTrainerSync(PPOTrainerSync):
     def _compute_metrics(self, batch, metrics, timing_raw, global_steps, epoch):
         super()._compute_metrics(batch, metrics, timing_raw, global_steps, epoch)
-        metrics.update(reward_extra_metrics(self._reward_extra_infos(batch)))
+        infos = self._reward_extra_infos(batch)
+        metrics.update(reward_extra_metrics(infos))
+        keys = [key for key, tag in zip(batch.keys, batch.tags) if not tag.get("is_padding", False)]
+        scores = [info.get("acc", 0.0) if isinstance(info, dict) else 0.0 for info in infos]
+        metrics["reward/groups_with_spread/fraction"] = groups_with_spread(keys, scores)
 
     @staticmethod
     def _reward_extra_infos(batch) -> list[dict]:

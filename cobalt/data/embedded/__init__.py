@@ -176,3 +176,12 @@ def _check_tests(tests, field: str, fail) -> int:
     if len(tests["inputs"]) != len(tests["outputs"]):
         fail(field, f"{len(tests['inputs'])} inputs but {len(tests['outputs'])} outputs")
     return len(tests["inputs"])
+
+
+def problem_records(ids: list[str] | None = None) -> list[dict]:
+    """Problem records of the embedded problems (all, or those in ``ids``), exactly as
+    ``preproc/preproc_lcb_test6.py`` makes them from the LiveCodeBench-shaped rows."""
+    from cobalt.data.livecodebench import convert_record
+
+    chosen = [p for p in load_problems() if ids is None or p["id"] in ids]
+    return [convert_record(raw) for raw in to_lcb_records(chosen)]

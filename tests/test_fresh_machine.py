@@ -1,5 +1,6 @@
-"""Ray clusters started or joined by cobalt.serve.cluster work on a fresh machine: no ~/.ray is read
-or written. Each test runs its drivers in subprocesses with a fresh, empty HOME."""
+"""Nothing of a previous run may be needed: Ray clusters started or joined by cobalt.serve.cluster
+work with an empty HOME and leave the user's ~/.ray alone (Ray 2.60's `ray start` refuses to run
+without a token). Drivers run in subprocesses with a fresh, empty HOME."""
 
 from __future__ import annotations
 
@@ -134,3 +135,12 @@ def group_alive(pgid: int) -> bool:
         return True
     except ProcessLookupError:
         return False
+
+
+def test_joining_an_address_where_nothing_listens_fails_fast():
+    from cobalt.serve.cluster import connect, free_port
+
+    started = time.monotonic()
+    with pytest.raises(ConnectionError, match=r"no Ray cluster answers at 127\.0\.0\.1"):
+        connect(f"127.0.0.1:{free_port()}")
+    assert time.monotonic() - started < 10

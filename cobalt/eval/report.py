@@ -1,0 +1,79 @@
+"""Summaries of evaluated trajectories: Pass@1 per turn as JSON, a Markdown table and a plot."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from cobalt.eval.passk import pass_at_1_per_turn
+from cobalt.jsonl import atomic_output, read_jsonl
+
+
+def summarize(evaluated_file: str) -> dict:
+    """``pass_at_1`` (per assistant turn, %), ``relative_change`` (% of turn 0) and
+    ``absolute_change`` (points) of a file whose records carry ``all_pass_rates``."""
+    grids = [r["all_pass_rates"] for r in read_jsonl(evaluated_file, ("all_pass_rates",))]
+    curve = pass_at_1_per_turn(grids)
+    base = curve[0] if curve else 0.0
+    return {
+        "file": str(evaluated_file),
+        "problems": len(grids),
+        "samples": sorted({len(g) for g in grids}),
+        "pass_at_1": [round(v, 2) for v in curve],
+        "absolute_change": [round(v - base, 2) for v in curve],
+        "relative_change": [round(100.0 * (v - base) / base, 2) if base else None for v in curve],
+    }
+
+
+def markdown_table(summaries: dict[str, dict]) -> str:
+    """One row per turn; per model its Pass@1 and the change in points since turn 0."""
+    turns = max(len(s["pass_at_1"]) for s in summaries.values())
+    head = "| turn | " + " | ".join(f"{name} Pass@1 (%) | Δ vs turn 0" for name in summaries) + " |"
+    rule = "|---|" + "---:|---:|" * len(summaries)
+    rows = []
+    for t in range(turns):
+        cells = []
+        for s in summaries.values():
+            if t < len(s["pass_at_1"]):
+                cells += [f"{s['pass_at_1'][t]:.2f}", f"{s['absolute_change'][t]:+.2f}"]
+            else:
+                cells += ["", ""]
+        rows.append(f"| {t} | " + " | ".join(cells) + " |")
+    return "\n".join([head, rule, *rows]) + "\n"
+
+
+def plot(summaries: dict[str, dict], path: str | Path, title: str = "Pass@1 per turn (hidden tests)") -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 4), dpi=120)
+    for name, s in summaries.items():
+        ax.plot(range(len(s["pass_at_1"])), s["pass_at_1"], marker="o", label=name)
+    ax.set_xlabel("assistant turn (0 = first answer)")
+    ax.set_ylabel("Pass@1 (%)")
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    with atomic_output(path, overwrite=True) as tmp:
+        fig.savefig(tmp, format="png")
+    plt.close(fig)
+
+
+def write_reports(summaries: dict[str, dict], stem: str | Path) -> dict[str, str]:
+    """``<stem>.summary.json``, ``<stem>.summary.md`` and ``<stem>.pass_at_1.png``."""
+    stem = str(stem)
+    paths = {
+        "json": f"{stem}.summary.json",
+        "markdown": f"{stem}.summary.md",
+        "plot": f"{stem}.pass_at_1.png",
+    }
+    only = next(iter(summaries.values())) if len(summaries) == 1 else {"compare": summaries}
+    with atomic_output(paths["json"], overwrite=True) as tmp:
+        Path(tmp).write_text(json.dumps(only, indent=1) + "\n", encoding="utf-8")
+    with atomic_output(paths["markdown"], overwrite=True) as tmp:
+        Path(tmp).write_text(markdown_table(summaries), encoding="utf-8")
+    plot(summaries, paths["plot"])
+    return paths

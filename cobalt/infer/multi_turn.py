@@ -1,0 +1,89 @@
+"""Multi-turn self-debugging: each cached single-turn answer is run on the public tests, the
+feedback goes back to the model, and so on for ``turns`` turns (reference section 8).
+
+Conversations move independently: each one asks for its next turn as soon as its own program has
+run, so the engine is generating for some conversations while the evaluator runs others (the
+reference generates a whole turn for all conversations, then executes them all). The record is
+the trajectory record of ``docs/data.md`` (K × T lists indexed ``[conversation][turn]``,
+T = 1 + ``turns``, turn 0 being the cached response).
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from cobalt.data.execute import Executor
+from cobalt.data.testcases import pass_rate
+from cobalt.data.trajectories import add_turn, start_conversation
+from cobalt.extract import extract_code
+from cobalt.infer.llm import ChatModel
+from cobalt.infer.single_turn import Sampling
+
+CARRIED_FIELDS = (
+    "id",
+    "difficulty",
+    "question",
+    "instruction",
+    "test_cases",
+    "public_test_cases",
+    "hidden_test_cases",
+    "modified_test_cases",
+    "perturbed_public_test_cases",
+)
+
+
+async def debug_conversation(
+    first_response: str,
+    problem: dict,
+    model: ChatModel,
+    executor: Executor,
+    sampling: Sampling,
+    turns: int,
+    public_field: str,
+    thinking: bool,
+) -> dict:
+    """One conversation: the cached answer, then ``turns`` feedback turns."""
+    conversation = start_conversation(problem["instruction"])
+    responses, results, usage = [], [], {"prompt_tokens": 0, "completion_tokens": 0, "calls": 0}
+    response = first_response
+    for turn in range(turns + 1):
+        if turn:
+            completion = await model.complete(conversation, n=1, **sampling.params())
+            response = completion.texts[0]
+            for key, value in completion.usage.items():
+                usage[key] += value
+        result = await executor.run(extract_code(response), problem[public_field])
+        add_turn(conversation, response, result, thinking)
+        responses.append(response)
+        results.append(result)
+    return {"conversation": conversation, "responses": responses, "results": results, "usage": usage}
+
+
+async def debug_problem(
+    record: dict,
+    model: ChatModel,
+    executor: Executor,
+    sampling: Sampling,
+    *,
+    turns: int,
+    public_field: str,
+    thinking: bool,
+) -> dict:
+    """The trajectory record of one problem (all its conversations run concurrently)."""
+    runs = await asyncio.gather(
+        *(
+            debug_conversation(response, record, model, executor, sampling, turns, public_field, thinking)
+            for response in record["responses"]
+        )
+    )
+    usage = {key: sum(run["usage"][key] for run in runs) for key in runs[0]["usage"]}
+    return {
+        **{key: record[key] for key in CARRIED_FIELDS if key in record},
+        "public_field": public_field,
+        "conversations": [run["conversation"] for run in runs],
+        "responses": [run["responses"] for run in runs],
+        "turn0_results": record["exec_results"],
+        "public_results": [run["results"] for run in runs],
+        "public_pass_rates": [[pass_rate(r) for r in run["results"]] for run in runs],
+        "usage": usage,
+    }

@@ -1,0 +1,41 @@
+"""Single-turn sampling: ``n`` completions per problem, each run on the problem's tests.
+
+Adds ``responses`` (n raw strings), ``exec_results`` (n execution results on ``test_cases``) and
+``usage`` (tokens and calls) to each problem record (reference section 8).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+
+from cobalt.data.execute import Executor
+from cobalt.extract import extract_code
+from cobalt.infer.llm import ChatModel
+from cobalt.prompts import initial_messages
+
+
+@dataclass(frozen=True)
+class Sampling:
+    temperature: float = 0.6
+    top_p: float = 0.95
+    max_tokens: int = 6144
+    n: int = 16
+
+    def params(self) -> dict:
+        return {"temperature": self.temperature, "top_p": self.top_p, "max_tokens": self.max_tokens}
+
+
+async def sample_problem(problem: dict, model: ChatModel, executor: Executor, sampling: Sampling) -> dict:
+    completion = await model.complete(
+        initial_messages(problem["instruction"]), n=sampling.n, **sampling.params()
+    )
+    results = await asyncio.gather(
+        *(executor.run(extract_code(text), problem["test_cases"]) for text in completion.texts)
+    )
+    return {
+        **problem,
+        "responses": completion.texts,
+        "exec_results": list(results),
+        "usage": completion.usage,
+    }

@@ -1,0 +1,528 @@
+"""COBALT end to end on one machine: ``bash scripts/quickstart.sh [--profile quickstart_ci]``.
+
+A real instruct model (SmolLM2-135M-Instruct from its PyPI wheel by default) writes and debugs
+programs on the embedded problems; its own trajectories become bandit prompts; veRL GRPO trains
+on them; the base and the trained model are evaluated side by side on held-out problems::
+
+    model export → SFT warm-up (training problems) → single-turn → multi-turn (2 turns)
+    → hidden-test evaluation → bandit prompts → veRL parquet → GRPO
+    → multi-turn evaluation (4 turns) of base and trained on held-out problems → report.md
+
+Every stage is one of the project's command lines (run with ``--address`` on one private loopback
+Ray head that hosts the evaluator and engine apps), writes its output under the run directory
+and is skipped when that output is complete, so re-running the command resumes the newest
+unfinished run. The warm-up is part of the *base* model: both curves start from it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import random
+import subprocess
+import sys
+import time
+from datetime import datetime
+from pathlib import Path
+
+from cobalt.config import from_dict, load_config
+from cobalt.jsonl import load_jsonl, write_jsonl
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@dataclasses.dataclass(frozen=True)
+class QuickstartConfig:
+    model: str = "smollm2"
+    problems: str = "embedded"
+    train_problems: int = 6
+    heldout_problems: int = 4
+    seed: int = 42
+    warmup: dict = dataclasses.field(default_factory=dict)
+    sampling: dict = dataclasses.field(default_factory=dict)
+    train_samples: int = 4
+    train_turns: int = 2
+    eval_samples: int = 2
+    eval_turns: int = 4
+    train_profile: str = "quickstart"
+    grpo_steps: int = 2
+    engine_config: str = "engine"
+    ray_num_cpus: int = 8
+
+
+def log(message: str) -> None:
+    print(f"[quickstart {datetime.now():%H:%M:%S}] {message}", flush=True)
+
+
+def line_count(path: Path) -> int:
+    return sum(1 for line in path.open(encoding="utf-8") if line.strip()) if path.exists() else 0
+
+
+class Run:
+    """The run directory, the stage bookkeeping (times, skips) and the commands."""
+
+    def __init__(self, root: Path, cfg: QuickstartConfig, profile: str):
+        self.root, self.cfg, self.profile = root, cfg, profile
+        self.state_path = root / "stages.json"
+        self.state = json.loads(self.state_path.read_text()) if self.state_path.exists() else {}
+        self.address: str | None = None
+
+    def path(self, relative: str) -> Path:
+        path = self.root / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return path
+
+    def stage(self, name: str, done, action) -> None:
+        """Run ``action`` unless ``done()`` says its output is complete; record its time."""
+        if done():
+            log(f"{name}: done already, skipped")
+            self.state.setdefault(name, {}).setdefault("seconds", 0.0)
+            return
+        log(f"{name}: running")
+        started = time.monotonic()
+        action()
+        if not done():
+            raise RuntimeError(f"stage {name!r} finished without its output")
+        self.state[name] = {"seconds": round(time.monotonic() - started, 1)}
+        self.state_path.write_text(json.dumps(self.state, indent=1))
+        log(f"{name}: done in {self.state[name]['seconds']:.0f} s")
+
+    def command(self, name: str, args: list[str], env: dict | None = None) -> None:
+        """Run one of the project's command lines, its output in ``logs/<name>.log``."""
+        log_path = self.path(f"logs/{name}.log")
+        printable = " ".join(str(a) for a in args)
+        self.state.setdefault("commands", {})[name] = printable
+        log(f"  $ {printable}")
+        with open(log_path, "a") as out:
+            proc = subprocess.run(
+                [str(a) for a in args],
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                env={**os.environ, **(env or {})},
+                cwd=ROOT,
+            )
+        if proc.returncode != 0:
+            tail = "".join(log_path.read_text(errors="replace").splitlines(keepends=True)[-30:])
+            raise RuntimeError(f"{name} failed (exit {proc.returncode}); last lines of {log_path}:\n{tail}")
+
+    def inference_args(self) -> list[str]:
+        s = self.cfg.sampling
+        return [
+            "--address",
+            self.address,
+            "--engine_config",
+            self.cfg.engine_config,
+            "--temperature",
+            s.get("temperature", 0.6),
+            "--top_p",
+            s.get("top_p", 0.95),
+            "--max_tokens",
+            s.get("max_tokens", 256),
+        ]
+
+
+# ------------------------------------------------------------------------------------- stages
+def export_model(run: Run) -> Path:
+    """The base instruct model as a Hugging Face directory."""
+    if run.cfg.model != "smollm2":
+        return Path(run.cfg.model)
+    out = run.root / "models/smollm2"
+    run.stage(
+        "export SmolLM2",
+        lambda: (out / "config.json").exists(),
+        lambda: run.command(
+            "export", [sys.executable, "-m", "cobalt.train.tiny_policy", "smollm2", "--out", out]
+        ),
+    )
+    return out
+
+
+def split_problems(run: Run) -> tuple[Path, Path]:
+    train, heldout = run.root / "data/train_problems.jsonl", run.root / "data/heldout_problems.jsonl"
+
+    def write():
+        if run.cfg.problems == "embedded":
+            from cobalt.data.embedded import problem_records
+
+            records = problem_records()
+        else:
+            from cobalt.infer.records import load_problems
+
+            records = load_problems(run.cfg.problems)
+        random.Random(run.cfg.seed).shuffle(records)
+        need = run.cfg.train_problems + run.cfg.heldout_problems
+        if len(records) < need:
+            raise ValueError(f"{run.cfg.problems}: {len(records)} problems, the profile needs {need}")
+        write_jsonl(run.path("data/train_problems.jsonl"), records[: run.cfg.train_problems], overwrite=True)
+        write_jsonl(heldout, records[-run.cfg.heldout_problems :], overwrite=True)
+
+    run.stage("split problems", lambda: train.exists() and heldout.exists(), write)
+    return train, heldout
+
+
+def warm_up(run: Run, base: Path, train: Path) -> Path:
+    out = run.root / "models/warm"
+    w = run.cfg.warmup
+    run.stage(
+        "SFT warm-up",
+        lambda: (out / "warm_up.json").exists(),
+        lambda: run.command(
+            "warmup",
+            [
+                sys.executable,
+                "-m",
+                "cobalt.train.sft",
+                "--model",
+                base,
+                "--problems",
+                train,
+                "--out",
+                out,
+                "--epochs",
+                w.get("epochs", 2),
+                "--lr",
+                w.get("lr", 1e-4),
+                "--batch_size",
+                w.get("batch_size", 4),
+            ],
+        ),
+    )
+    return out
+
+
+def self_debug(run: Run, tag: str, model: Path, problems: Path, samples: int, turns: int) -> Path:
+    """single-turn → multi-turn → hidden-test evaluation; returns the evaluated trajectories."""
+    scripts = ROOT / "scripts"
+    single, multi = run.root / f"{tag}/single.jsonl", run.root / f"{tag}/multi.jsonl"
+    evaluated = run.root / f"{tag}/eval.jsonl"
+    n = line_count(problems)
+    common = ["--model", model, *run.inference_args()]
+    run.stage(
+        f"{tag}: single-turn",
+        lambda: line_count(single) == n,
+        lambda: run.command(
+            f"{tag}_single",
+            [
+                scripts / "run_single_turn.py",
+                "-i",
+                problems,
+                "-o",
+                run.path(f"{tag}/single.jsonl"),
+                "-n",
+                samples,
+                *common,
+            ],
+        ),
+    )
+    run.stage(
+        f"{tag}: multi-turn",
+        lambda: line_count(multi) == n,
+        lambda: run.command(
+            f"{tag}_multi",
+            [scripts / "run_multi_turn.py", "-i", single, "-o", multi, "--turns", turns, *common],
+        ),
+    )
+    run.stage(
+        f"{tag}: hidden tests",
+        lambda: line_count(evaluated) == n,
+        lambda: run.command(
+            f"{tag}_eval",
+            [
+                scripts / "eval_multi_turn.py",
+                "-i",
+                multi,
+                "-o",
+                evaluated,
+                "--address",
+                run.address,
+                "--label",
+                tag,
+            ],
+        ),
+    )
+    return evaluated
+
+
+def bandit_data(run: Run, trajectories: Path, tokenizer: Path) -> Path:
+    prompts, parquet_dir = run.root / "data/bandit_train.jsonl", run.root / "data/verl"
+    run.stage(
+        "bandit prompts",
+        prompts.exists,
+        lambda: run.command(
+            "bandit",
+            [
+                sys.executable,
+                ROOT / "preproc/process_multi_turn_taco.py",
+                "-i",
+                trajectories,
+                "-o",
+                prompts,
+                "--model_name",
+                tokenizer,
+            ],
+        ),
+    )
+    # veRL needs validation files; validation is off (test_freq -1): held-out problems are
+    # evaluated by the quickstart itself and never enter training.
+    run.stage(
+        "veRL parquet",
+        lambda: (parquet_dir / "train.parquet").exists(),
+        lambda: run.command(
+            "parquet",
+            [
+                sys.executable,
+                ROOT / "preproc/verl_preproc_multi_turn.py",
+                "--local_dir",
+                parquet_dir,
+                "--train_data_file",
+                prompts,
+                "--val_data_file",
+                prompts,
+            ],
+        ),
+    )
+    return parquet_dir
+
+
+def trained_model_dir(run: Run) -> Path:
+    return run.root / f"checkpoints/global_step_{run.cfg.grpo_steps}/actor/huggingface"
+
+
+def grpo(run: Run, parquet_dir: Path, model: Path) -> Path:
+    out = trained_model_dir(run)
+    run.stage("GRPO", lambda: any(out.glob("*.safetensors")),
+              lambda: run.command("grpo", [
+                  sys.executable, "-m", "cobalt.train.launch", "--profile", run.cfg.train_profile,
+                  "--address", run.address, "--logger", "console,file",
+                  f"data.train_files={parquet_dir / 'train.parquet'}",
+                  f"data.val_files={parquet_dir / 'test.parquet'}",
+                  f"actor_rollout_ref.model.path={model}",
+                  f"trainer.default_local_dir={run.root / 'checkpoints'}",
+                  f"trainer.total_training_steps={run.cfg.grpo_steps}",
+                  f"trainer.save_freq={run.cfg.grpo_steps}",
+              ], env={"VERL_FILE_LOGGER_PATH": str(run.root / "grpo_metrics.jsonl")}))  # fmt: skip
+    return out
+
+
+def stop_engine(run: Run) -> None:
+    """Free the engine app's CPUs and memory (the next model or the trainer needs them)."""
+    from ray import serve
+
+    from cobalt.serve.engine import load_engine_config
+
+    app = load_engine_config(run.cfg.engine_config).app_name
+    if app in serve.status().applications:
+        log(f"stopping the engine app {app!r}")
+        serve.delete(app)
+
+
+# -------------------------------------------------------------------------------------- report
+def grpo_steps(metrics_file: Path) -> list[dict]:
+    rows = []
+    for entry in load_jsonl(metrics_file) if metrics_file.exists() else []:
+        data = entry.get("data", {})
+        rows.append({
+            "step": entry.get("step"),
+            "reward_mean": data.get("critic/score/mean"),
+            "pass_rate_mean": data.get("reward/pass_rate/mean"),
+            "groups_with_spread": data.get("reward/groups_with_spread/fraction"),
+            "pg_loss": data.get("actor/pg_loss"),
+        })  # fmt: skip
+    return rows
+
+
+def write_report(run: Run, files: dict[str, Path], started: float) -> Path:
+    from cobalt.eval.report import markdown_table, plot, summarize
+
+    summaries = {"base": summarize(str(files["base_eval"])), "trained": summarize(str(files["trained_eval"]))}
+    plot(summaries, run.path("report/pass_at_1.png"), title="Held-out Pass@1 per turn (hidden tests)")
+    counts = {
+        "train_problems": line_count(files["train"]),
+        "heldout_problems": line_count(files["heldout"]),
+        "trajectories": line_count(files["trajectories"]),
+        "trajectories_with_spread": sum(
+            1
+            for r in load_jsonl(files["trajectories"])
+            if any(max(row) > min(row) for row in r["all_pass_rates"])
+        ),
+        "bandit_prompts": line_count(files["bandit"]),
+        "train_rows": _parquet_rows(files["parquet"] / "train.parquet"),
+    }
+    steps = grpo_steps(run.root / "grpo_metrics.jsonl")
+    report = {
+        "profile": run.profile,
+        "config": dataclasses.asdict(run.cfg),
+        "counts": counts,
+        "grpo": steps,
+        "pass_at_1": summaries,
+        "stages": {k: v for k, v in run.state.items() if k != "commands"},
+        "commands": run.state.get("commands", {}),
+        "seconds": round(time.monotonic() - started, 1),
+    }
+    run.path("report/report.json").write_text(json.dumps(report, indent=1))
+    warm = json.loads((run.root / "models/warm/warm_up.json").read_text())
+    lines = [
+        f"# COBALT quickstart — {run.root.name}",
+        "",
+        f"Profile `{run.profile}`; base model `{run.cfg.model}` after an SFT warm-up on the "
+        f"{counts['train_problems']} training problems' reference solutions ({warm['steps']} steps, loss "
+        f"{warm['first_loss']} → {warm['last_loss']}). The warm-up is part of the base model: both curves "
+        f"start from it. Held-out problems ({counts['heldout_problems']}) were never used for warm-up or training.",
+        "",
+        "## Pass@1 per turn on held-out problems (hidden tests)",
+        "",
+        "![Pass@1 per turn](pass_at_1.png)",
+        "",
+        markdown_table(summaries),
+        "## Counts",
+        "",
+        "| stage | count |",
+        "|---|---:|",
+        *[f"| {k.replace('_', ' ')} | {v} |" for k, v in counts.items()],
+        "",
+        "## GRPO steps",
+        "",
+        "| step | reward mean | pass rate mean | groups with reward spread | pg loss |",
+        "|---:|---:|---:|---:|---:|",
+        *[f"| {s['step']} | {_fmt(s['reward_mean'])} | {_fmt(s['pass_rate_mean'])} | "
+          f"{_fmt(s['groups_with_spread'])} | {_fmt(s['pg_loss'])} |" for s in steps],
+        "",
+        "A group with reward spread is a prompt whose sampled responses did not all score the same: "
+        "only those give GRPO a non-zero advantage.",
+        "",
+        "## Stage times",
+        "",
+        "| stage | seconds |",
+        "|---|---:|",
+        *[f"| {k} | {v['seconds']:.0f} |" for k, v in run.state.items() if k != "commands"],
+        f"| **total (this invocation)** | {report['seconds']:.0f} |",
+        "",
+        "## Commands",
+        "",
+        *[f"- `{name}`: `{cmd}`" for name, cmd in run.state.get("commands", {}).items()],
+        "",
+    ]  # fmt: skip
+    path = run.path("report/report.md")
+    path.write_text("\n".join(lines))
+    return path
+
+
+def _fmt(value) -> str:
+    return "" if value is None else f"{value:.3f}"
+
+
+def _parquet_rows(path: Path) -> int:
+    import pyarrow.parquet as pq
+
+    return pq.read_metadata(path).num_rows
+
+
+# ---------------------------------------------------------------------------------------- main
+def pick_run_dir(runs: Path, explicit: str | None, new: bool) -> Path:
+    """``--run_dir``, else the newest unfinished run (to resume), else a new timestamped one."""
+    if explicit:
+        return Path(explicit)
+    if not new and runs.exists():
+        unfinished = sorted(p for p in runs.iterdir() if p.is_dir() and not (p / "report/report.md").exists())
+        if unfinished:
+            return unfinished[-1]
+    return runs / datetime.now().strftime("%Y%m%d-%H%M%S")
+
+
+def run_pipeline(run: Run) -> Path:
+    from cobalt.serve.cluster import connect, ray_cluster
+
+    started = time.monotonic()
+    base = export_model(run)
+    train, heldout = split_problems(run)
+    warm = warm_up(run, base, train)
+    from cobalt.train.launch import load_profile
+
+    # the trainer's CPU platform asks Ray for (fake) GPUs: the head declares what the profile needs
+    ray_needs = load_profile(run.cfg.train_profile).ray
+    num_cpus = max(run.cfg.ray_num_cpus, int(ray_needs.get("num_cpus", 0)))
+    with ray_cluster(None, num_cpus=num_cpus, num_gpus=int(ray_needs.get("num_gpus", 0)), log=log) as address:
+        run.address = address
+        connect(address)
+        trajectories = self_debug(
+            run, "trajectories", warm, train, run.cfg.train_samples, run.cfg.train_turns
+        )
+        parquet_dir = bandit_data(run, trajectories, warm)
+        stop_engine(run)
+        trained = grpo(run, parquet_dir, warm)
+        base_eval = self_debug(run, "eval_base", warm, heldout, run.cfg.eval_samples, run.cfg.eval_turns)
+        stop_engine(run)
+        trained_eval = self_debug(
+            run, "eval_trained", trained, heldout, run.cfg.eval_samples, run.cfg.eval_turns
+        )
+        stop_engine(run)
+        import ray
+
+        ray.shutdown()
+    files = {
+        "train": train,
+        "heldout": heldout,
+        "trajectories": trajectories,
+        "bandit": run.root / "data/bandit_train.jsonl",
+        "parquet": parquet_dir,
+        "base_eval": base_eval,
+        "trained_eval": trained_eval,
+    }
+    return write_report(run, files, started)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument(
+        "--profile", default="quickstart", help="configs/<name>.yaml (quickstart_ci: the reduced run)"
+    )
+    p.add_argument(
+        "--run_dir",
+        default=None,
+        help="run directory (default: resume the newest unfinished "
+        "run under runs/, else a new runs/<timestamp>)",
+    )
+    p.add_argument("--new", action="store_true", help="start a new run even if an unfinished one exists")
+    p.add_argument("--model", default=None, help="a Hugging Face model directory instead of SmolLM2")
+    p.add_argument("--problems", default=None, help="a problem-records JSONL instead of the embedded set")
+    p.add_argument(
+        "--engine_config", default=None, help="configs/<name>.yaml of the engine (engine_paper on GPUs)"
+    )
+    p.add_argument("--train_profile", default=None, help="configs/train/<name>.yaml (e.g. a GPU profile)")
+    args = p.parse_args(argv)
+    cfg = from_dict(QuickstartConfig, load_config(args.profile), source=f"configs/{args.profile}")
+    overrides = {
+        k: getattr(args, k)
+        for k in ("model", "problems", "engine_config", "train_profile")
+        if getattr(args, k)
+    }
+    cfg = dataclasses.replace(cfg, **overrides)
+    root = pick_run_dir(ROOT / "runs", args.run_dir, args.new)
+    root.mkdir(parents=True, exist_ok=True)
+    log(f"run directory {root} (profile {args.profile}); re-run the same command to resume")
+    signal_handler()
+    try:
+        report = run_pipeline(Run(root, cfg, args.profile))
+    except KeyboardInterrupt:
+        log("interrupted; re-run the same command to resume")
+        return 130
+    except (RuntimeError, ValueError, OSError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    log(f"report: {report}")
+    return 0
+
+
+def signal_handler() -> None:
+    import signal
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    signal.signal(signal.SIGTERM, interrupt)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

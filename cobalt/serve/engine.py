@@ -1,0 +1,158 @@
+"""The policy's vLLM engine as a Ray Serve LLM application with an OpenAI-compatible route.
+
+    serve run cobalt.serve.engine:app model=DIR [config=engine_paper]
+    start_engine_app("/models/qwen3-8b")        # from Python, on the connected cluster
+
+Ray Serve LLM (``LLMConfig`` + ``build_openai_app``) runs vLLM's async engine, so one replica
+batches many requests continuously, and Serve routes and autoscales across replicas. Replicas,
+tensor parallelism, context length and the rest come from ``configs/engine.yaml`` (CPU) or
+``configs/engine_paper.yaml`` (GPU); ``$COBALT_ENGINE_CONFIG`` picks another file. Clients speak
+OpenAI chat to ``http://<http_host>:<port>/v1`` through :class:`cobalt.infer.llm.ChatModel`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import os
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+from cobalt.config import from_dict, load_config
+from cobalt.errors import ConfigError
+
+log = logging.getLogger("cobalt.serve.engine")
+
+
+@dataclasses.dataclass(frozen=True)
+class EngineConfig:
+    app_name: str = "engine"
+    model_id: str = ""  # "" = the model directory's name
+    http_host: str = "127.0.0.1"
+    http_port: int = 0
+    deploy_timeout_s: float = 900
+    llm: dict = dataclasses.field(default_factory=dict)  # ray.serve.llm.LLMConfig fields
+
+
+def load_engine_config(name: str | None = None) -> EngineConfig:
+    name = name or os.environ.get("COBALT_ENGINE_CONFIG", "engine")
+    return from_dict(EngineConfig, load_config(name), source=f"configs/{name}")
+
+
+def served_model_id(model: str, cfg: EngineConfig) -> str:
+    return cfg.model_id or Path(model.rstrip("/")).name
+
+
+def _without_nulls(value):
+    """A YAML ``null`` means "not set" (so a config that extends another can unset a key)."""
+    if isinstance(value, dict):
+        return {k: _without_nulls(v) for k, v in value.items() if v is not None}
+    return value
+
+
+def llm_config(model: str, cfg: EngineConfig):
+    from ray.serve.llm import LLMConfig
+
+    fields = _without_nulls(cfg.llm)
+    if "model_loading_config" in fields:
+        raise ConfigError("engine config: set the model with --model, not llm.model_loading_config")
+    source = str(Path(model).resolve()) if Path(model).exists() else model  # a local dir or a hub id
+    return LLMConfig(
+        model_loading_config={"model_id": served_model_id(model, cfg), "model_source": source}, **fields
+    )
+
+
+def build_engine_app(model: str, cfg: EngineConfig | None = None):
+    from ray.serve.llm import build_openai_app
+
+    cfg = cfg or load_engine_config()
+    return build_openai_app({"llm_configs": [llm_config(model, cfg)]})
+
+
+def served_models(api_base: str, timeout_s: float = 5.0) -> list[str]:
+    """Model ids the OpenAI route at ``api_base`` lists (``[]`` if it does not answer)."""
+    try:
+        with urllib.request.urlopen(f"{api_base}/models", timeout=timeout_s) as response:
+            return [m["id"] for m in json.load(response).get("data", [])]
+    except (OSError, ValueError, urllib.error.URLError):
+        return []
+
+
+def _listening(host: str, port: int) -> bool:
+    import socket
+
+    try:
+        with socket.create_connection((host, port), timeout=3):
+            return True
+    except OSError:
+        return False
+
+
+def http_port() -> int | None:
+    """The port of the connected cluster's Serve HTTP proxy (None if Serve is not running)."""
+    from ray import serve
+
+    try:
+        return serve.context._get_global_client().http_config.port
+    except Exception:
+        return None
+
+
+def start_engine_app(model: str, cfg: EngineConfig | None = None, port: int | None = None) -> str:
+    """Deploy the engine on the connected cluster (or reuse one already serving ``model``) and
+    return the OpenAI base URL. Serve's HTTP proxy starts on ``port`` if Serve is not running."""
+    from ray import serve
+
+    cfg = cfg or load_engine_config()
+    model_id = served_model_id(model, cfg)
+    running = http_port()
+    if running is None:
+        serve.start(http_options={"host": cfg.http_host, "port": port or cfg.http_port or 8000})
+        running = http_port()
+    api_base = f"http://{cfg.http_host}:{running}/v1"
+    if not _listening(cfg.http_host, running):
+        raise ConfigError(
+            f"Ray Serve on this cluster has no HTTP proxy at {cfg.http_host}:{running} (it was started "
+            "with proxies disabled), so the engine's OpenAI route cannot be reached; restart Serve with "
+            "HTTP on, or serve the model elsewhere and use --engine litellm --api_base URL"
+        )
+    status = serve.status().applications.get(cfg.app_name)
+    if status is not None and str(status.status).endswith("RUNNING"):
+        models = served_models(api_base)
+        if model_id in models:
+            log.info("reusing the %r app already serving %r at %s", cfg.app_name, model_id, api_base)
+            return api_base
+        raise ConfigError(
+            f"Serve app {cfg.app_name!r} is already running with models {models}; "
+            f"use another app_name in the engine config or stop it (serve delete {cfg.app_name})"
+        )
+    log.info("deploying %r (%s) as Serve app %r; loading can take minutes", model_id, model, cfg.app_name)
+    started = time.monotonic()
+    serve.run(build_engine_app(model, cfg), name=cfg.app_name, route_prefix="/", blocking=False)
+    wait_until_served(api_base, model_id, cfg.deploy_timeout_s, cfg.app_name)
+    log.info("engine up at %s after %.0f s", api_base, time.monotonic() - started)
+    return api_base
+
+
+def wait_until_served(api_base: str, model_id: str, timeout_s: float, app_name: str) -> None:
+    from ray import serve
+
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if model_id in served_models(api_base):
+            return
+        status = serve.status().applications.get(app_name)
+        if status is not None and str(status.status).endswith("DEPLOY_FAILED"):
+            raise RuntimeError(f"engine app {app_name!r} failed to deploy: {status.message}")
+        time.sleep(2)
+    raise TimeoutError(f"engine app {app_name!r} did not serve {model_id!r} within {timeout_s:.0f} s")
+
+
+def app(args: dict):
+    """Application builder for ``serve run cobalt.serve.engine:app model=DIR [config=engine_paper]``."""
+    if "model" not in args:
+        raise ConfigError("serve run cobalt.serve.engine:app needs model=<directory or hub id>")
+    return build_engine_app(args["model"], load_engine_config(args.get("config")))

@@ -1,0 +1,206 @@
+"""Inference on real engines: a tiny random model in vLLM on Ray Serve (plumbing), LiteLLM against
+that OpenAI route, the command lines with resume after SIGKILL, and clear failures."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from cobalt.config import load_config
+from cobalt.data.embedded import problem_records
+from cobalt.jsonl import load_jsonl, write_jsonl
+
+ROOT = Path(__file__).resolve().parents[1]
+IDS = [f"cobalt-{i:03d}" for i in range(1, 13)]
+
+
+def script(name: str) -> str:
+    return str(ROOT / "scripts" / f"{name}.py")
+
+
+def run_cli(name: str, *args: str, timeout: float = 600, **env) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [script(name), *args], capture_output=True, text=True, timeout=timeout, env={**os.environ, **env}
+    )
+
+
+@pytest.fixture(scope="module")
+def problems_file(tmp_path_factory):
+    path = tmp_path_factory.mktemp("problems") / "problems.jsonl"
+    write_jsonl(path, problem_records(IDS))
+    return path
+
+
+@pytest.fixture(scope="module")
+def tiny_engine(ray_cluster, evaluator_app, tmp_path_factory):
+    """The random tiny policy served by the engine app (its own app name), and its OpenAI URL."""
+    from cobalt.serve.engine import load_engine_config, start_engine_app
+    from cobalt.train.tiny_policy import random_policy
+
+    work = tmp_path_factory.mktemp("engine")
+    model = random_policy(work / "random")
+    config = {**load_config("engine"), "app_name": "engine_tiny"}
+    config["llm"]["engine_kwargs"]["max_model_len"] = 1024
+    config_path = work / "engine_tiny.yaml"
+    config_path.write_text(yaml.safe_dump(config))
+    api_base = start_engine_app(str(model), load_engine_config(str(config_path)))
+    return {
+        "model": model,
+        "api_base": api_base,
+        "config": str(config_path),
+        "address": os.environ["RAY_ADDRESS"],
+    }
+
+
+@pytest.mark.slow
+def test_litellm_talks_to_the_serve_openai_route(tiny_engine):
+    from cobalt.infer.llm import ChatModel
+
+    model = ChatModel("openai/random", tiny_engine["api_base"])
+    completion = asyncio.run(
+        model.complete([{"role": "user", "content": "hi"}], n=3, temperature=1.0, top_p=1.0, max_tokens=8)
+    )
+    assert len(completion.texts) == 3 and all(isinstance(t, str) for t in completion.texts)
+    assert completion.usage["completion_tokens"] > 0 and completion.usage["calls"] == 1
+    assert model.activity.in_flight == 0 and model.activity.busy_s > 0
+
+
+def common_args(engine) -> list[str]:
+    return [
+        "--engine",
+        "litellm",
+        "--model",
+        "openai/random",
+        "--api_base",
+        engine["api_base"],
+        "--address",
+        engine["address"],
+        "--max_tokens",
+        "16",
+    ]
+
+
+@pytest.mark.slow
+def test_single_turn_cli_through_litellm_and_the_cluster_evaluator(tiny_engine, problems_file, tmp_path):
+    out = tmp_path / "single.jsonl"
+    proc = run_cli(
+        "run_single_turn", "-i", str(problems_file), "-o", str(out), "-n", "2", *common_args(tiny_engine)
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    records = load_jsonl(out)
+    assert sorted(r["id"] for r in records) == IDS
+    for record in records:
+        assert len(record["responses"]) == 2 and len(record["exec_results"]) == 2
+        assert record["usage"]["completion_tokens"] > 0
+    summary = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert summary["written"] == len(IDS) and summary["pass@1"] == 0.0
+
+
+@pytest.mark.slow
+def test_multi_turn_resumes_after_sigkill_without_loss_or_duplicates(tiny_engine, problems_file, tmp_path):
+    single = tmp_path / "single.jsonl"
+    proc = run_cli(
+        "run_single_turn", "-i", str(problems_file), "-o", str(single), "-n", "2", *common_args(tiny_engine)
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    multi = tmp_path / "multi.jsonl"
+    args = [
+        script("run_multi_turn"),
+        "-i",
+        str(single),
+        "-o",
+        str(multi),
+        "--turns",
+        "3",
+        "--concurrency",
+        "1",
+        *common_args(tiny_engine),
+    ]
+    job = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and (not multi.exists() or len(multi.read_text().splitlines()) < 3):
+        time.sleep(0.05)
+    os.killpg(job.pid, signal.SIGKILL)
+    job.wait()
+    done_before = len(multi.read_text().splitlines())
+    assert 3 <= done_before < len(IDS), "the job must be killed mid-run"
+    with open(multi, "a") as f:  # what a kill in the middle of an append leaves behind
+        f.write('{"id": "cobalt-0')
+    proc = subprocess.run(args, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    records = load_jsonl(multi)  # every line parses: no corrupt line in the middle
+    assert sorted(r["id"] for r in records) == IDS  # none lost, none duplicated
+    assert all(len(r["conversations"][0]) == 2 + 2 * 4 for r in records)
+    assert json.loads(proc.stdout.strip().splitlines()[-1])["skipped"] == done_before
+    assert Path(f"{multi}.torn").read_text() == '{"id": "cobalt-0\n'
+
+
+# ------------------------------------------------------------------- failures (no engine needed)
+def test_unreachable_engine_fails_clearly_and_leaves_the_output_alone(problems_file, tmp_path):
+    from cobalt.serve.cluster import free_port
+
+    out = tmp_path / "single.jsonl"
+    proc = run_cli(
+        "run_single_turn",
+        "-i",
+        str(problems_file),
+        "-o",
+        str(out),
+        "--engine",
+        "litellm",
+        "--model",
+        "openai/nothing",
+        "--api_base",
+        f"http://127.0.0.1:{free_port()}/v1",
+        "--evaluator",
+        "local",
+        timeout=180,
+    )
+    assert proc.returncode == 1
+    assert "is not reachable" in proc.stderr and "Traceback" not in proc.stderr
+    assert not out.exists()
+
+
+def test_unreachable_cluster_fails_in_seconds_and_leaves_the_output_alone(problems_file, tmp_path):
+    from cobalt.serve.cluster import free_port
+
+    out = tmp_path / "single.jsonl"
+    out.write_text("keep me\n")
+    started = time.monotonic()
+    proc = run_cli(
+        "run_single_turn",
+        "-i",
+        str(problems_file),
+        "-o",
+        str(out),
+        "--model",
+        "/nowhere",
+        "--address",
+        f"127.0.0.1:{free_port()}",
+        timeout=120,
+    )
+    assert proc.returncode == 1 and "no Ray cluster answers" in proc.stderr
+    assert time.monotonic() - started < 60
+    assert out.read_text() == "keep me\n"
+
+
+def test_a_malformed_input_line_is_named(problems_file, tmp_path):
+    bad = tmp_path / "bad.jsonl"
+    lines = problems_file.read_text().splitlines()
+    record = json.loads(lines[1])
+    del record["instruction"]
+    bad.write_text("\n".join([lines[0], json.dumps(record)]) + "\n")
+    proc = run_cli(
+        "run_single_turn", "-i", str(bad), "-o", str(tmp_path / "o.jsonl"), "--model", "x", timeout=120
+    )
+    assert proc.returncode == 2
+    assert f"{bad}:2: field 'instruction': missing" in proc.stderr
+    assert not (tmp_path / "o.jsonl").exists()

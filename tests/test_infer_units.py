@@ -1,0 +1,191 @@
+"""Inference and evaluation logic on the real sandbox, with a scripted model in place of the engine."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import math
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from infer_fixtures import ScriptedModel, answer, problem_records, programs
+
+from cobalt.data.bandit import build_bandit_prompts
+from cobalt.data.execute import Executor
+from cobalt.data.trajectories import validate
+from cobalt.errors import DataError
+from cobalt.eval.hidden import evaluate_record
+from cobalt.eval.passk import pass_at_1_per_turn, pass_at_k
+from cobalt.eval.report import summarize, write_reports
+from cobalt.infer.multi_turn import debug_problem
+from cobalt.infer.records import load_problems, load_single_turn
+from cobalt.infer.single_turn import Sampling, sample_problem
+from cobalt.infer.stream import stream_records
+from cobalt.jsonl import append_jsonl, load_jsonl, resume_appending, write_jsonl
+from cobalt.prompts import ALL_PUBLIC_PASSED_MARKER
+from cobalt.serve.client import LocalEvaluator
+
+PID = "cobalt-001"
+FAILED = {"passing": [False], "feedback": ["x"]}
+
+
+@pytest.fixture(scope="module")
+def executor_factory():
+    evaluator = LocalEvaluator(max_workers=2)
+    return lambda: Executor(evaluator, concurrency=4, timeout_s=60)
+
+
+# ------------------------------------------------------------------------------------ pass@k
+@given(st.integers(1, 12).flatmap(lambda n: st.tuples(st.just(n), st.integers(0, n), st.integers(1, n))))
+def test_pass_at_k_is_the_probability_over_subsets(nck):
+    n, c, k = nck
+    subsets = list(itertools.combinations(range(n), k))
+    exact = sum(any(i < c for i in s) for s in subsets) / len(subsets)
+    assert math.isclose(pass_at_k(n, c, k), exact, abs_tol=1e-12)
+
+
+def test_pass_at_1_per_turn_uses_the_actual_sample_count():
+    # problem A: 2 samples, problem B: 4 samples; a sample counts only when every hidden test passes
+    grids = [[[0.0, 1.0], [1.0, 1.0]], [[0.5, 1.0], [0.0, 0.0], [0.0, 1.0], [1.0, 1.0]]]
+    assert pass_at_1_per_turn(grids) == [
+        pytest.approx(100 * (1 / 2 + 1 / 4) / 2),
+        pytest.approx(100 * (1 + 3 / 4) / 2),
+    ]
+
+
+# ---------------------------------------------------------------------------------- records
+def test_bad_problem_lines_name_file_line_and_field(tmp_path):
+    good = problem_records([PID])[0]
+    path = tmp_path / "p.jsonl"
+    write_jsonl(path, [good, {**good, "id": "x", "test_cases": json.dumps({"inputs": ["1"], "outputs": []})}])
+    with pytest.raises(DataError, match=r"p.jsonl:2: field 'test_cases'"):
+        load_problems(str(path))
+    write_jsonl(path, [good, good], overwrite=True)
+    with pytest.raises(DataError, match=r"p.jsonl:2: field 'id': duplicate"):
+        load_problems(str(path))
+    write_jsonl(path, [{**good, "responses": ["a"], "exec_results": [{"passing": True}]}], overwrite=True)
+    with pytest.raises(DataError, match=r"p.jsonl:1: field 'exec_results'"):
+        load_single_turn(str(path), "public_test_cases")
+
+
+# ------------------------------------------------------------------------- single and multi
+def test_single_turn_runs_every_completion_on_all_tests(executor_factory):
+    problem = problem_records([PID])[0]
+    right, _ = programs(PID)
+    model = ScriptedModel(lambda messages: answer(right))
+    record = asyncio.run(sample_problem(problem, model, executor_factory(), Sampling(n=3, max_tokens=64)))
+    n_tests = len(json.loads(problem["test_cases"])["inputs"])
+    assert record["responses"] == [answer(right)] * 3
+    assert [len(r["passing"]) for r in record["exec_results"]] == [n_tests] * 3
+    assert all(all(r["passing"]) for r in record["exec_results"])
+    assert model.calls[0][1] == 3 and model.calls[0][2]["max_tokens"] == 64
+
+
+def test_multi_turn_writes_a_trajectory_the_bandit_builder_reads(executor_factory):
+    problem = problem_records([PID])[0]
+    right, wrong = programs(PID)
+
+    def script(messages):  # a wrong program is fixed after failure feedback; a right one is kept
+        fixed = any("did not pass" in m["content"] or right in m["content"] for m in messages[2:])
+        return answer(right) if fixed else answer(wrong)
+
+    single = {
+        **problem,
+        "responses": [answer(wrong), answer(right), answer(None)],
+        "exec_results": [FAILED] * 3,
+    }
+    model = ScriptedModel(script)
+    rec = asyncio.run(
+        debug_problem(
+            single,
+            model,
+            executor_factory(),
+            Sampling(n=1),
+            turns=2,
+            public_field="public_test_cases",
+            thinking=True,
+        )
+    )
+    validate(rec)  # the docs/data.md contract
+    assert len(rec["conversations"]) == 3 and all(len(c) == 2 + 2 * 3 for c in rec["conversations"])
+    assert rec["public_pass_rates"][0][0] < 1 and rec["public_pass_rates"][0][1:] == [1.0, 1.0]
+    assert rec["public_pass_rates"][1] == [1.0, 1.0, 1.0]
+    assert ALL_PUBLIC_PASSED_MARKER in rec["conversations"][1][3]["content"]
+    assert "<think>" not in rec["conversations"][0][2]["content"]  # thinking stripped
+    assert rec["responses"][0][0] == answer(wrong)  # raw responses kept
+    assert rec["turn0_results"] == [FAILED] * 3
+    evaluated = asyncio.run(evaluate_record(rec, executor_factory(), "hidden_test_cases"))
+    assert evaluated["all_pass_rates"][1] == [1.0, 1.0, 1.0]
+    assert evaluated["all_pass_rates"][2][0] == 0.0  # no code block
+    validate(evaluated, need_hidden=True)
+    prompts, counts = build_bandit_prompts([evaluated], lambda messages: 100)
+    assert counts.emitted == len(prompts) >= 2  # the turn-0 prompt and at least one partial context
+
+
+def test_an_execution_failure_is_recorded_not_dropped():
+    class Broken:
+        async def evaluate(self, code, tests):
+            raise ConnectionError("evaluator gone")
+
+    problem = problem_records([PID])[0]
+    model = ScriptedModel(lambda m: answer("print(1)"))
+    executor = Executor(Broken(), concurrency=2, timeout_s=5)
+    record = asyncio.run(sample_problem(problem, model, executor, Sampling(n=2)))
+    assert (
+        record["exec_results"]
+        == [{"passing": [False], "feedback": ["Exception: ConnectionError: evaluator gone"]}] * 2
+    )
+    assert executor.failures == 2
+
+
+# --------------------------------------------------------------------------- stream / resume
+def test_stream_resumes_repairs_a_torn_line_and_never_duplicates(tmp_path):
+    out = tmp_path / "out.jsonl"
+    append_jsonl(out, {"id": 1, "v": 1})
+    with open(out, "a") as f:
+        f.write('{"id": 2, "v"')  # a crash mid-write
+    records = [{"id": i} for i in range(1, 6)]
+
+    async def step(r):
+        return {**r, "v": r["id"]}
+
+    stats = asyncio.run(stream_records(records, step, str(out), concurrency=2, desc="t"))
+    assert stats.skipped == 1 and stats.written == 4
+    assert sorted(r["id"] for r in load_jsonl(out)) == [1, 2, 3, 4, 5]
+    assert (tmp_path / "out.jsonl.torn").read_text() == '{"id": 2, "v"\n'
+    assert resume_appending(out) == {1, 2, 3, 4, 5}
+
+
+def test_stream_stops_at_the_first_failure_and_keeps_finished_records(tmp_path):
+    out = tmp_path / "out.jsonl"
+
+    async def step(r):
+        if r["id"] == 3:
+            raise RuntimeError("engine down")
+        return r
+
+    with pytest.raises(RuntimeError, match="engine down"):
+        asyncio.run(stream_records([{"id": i} for i in range(1, 6)], step, str(out), concurrency=1, desc="t"))
+    assert [r["id"] for r in load_jsonl(out)] == [1, 2]
+
+
+# ----------------------------------------------------------------------------------- reports
+def test_summary_table_and_plot(tmp_path):
+    out = tmp_path / "eval.jsonl"
+    write_jsonl(
+        out,
+        [
+            {"id": 1, "all_pass_rates": [[0.0, 1.0], [1.0, 1.0]]},
+            {"id": 2, "all_pass_rates": [[0.0, 0.0], [0.0, 1.0]]},
+        ],
+    )
+    summary = summarize(str(out))
+    assert summary["pass_at_1"] == [25.0, 75.0]
+    assert summary["absolute_change"] == [0.0, 50.0] and summary["relative_change"] == [0.0, 200.0]
+    paths = write_reports({"m": summary}, tmp_path / "eval")
+    assert json.loads((tmp_path / "eval.summary.json").read_text())["pass_at_1"] == [25.0, 75.0]
+    assert "| 1 | 75.00 | +50.00 |" in (tmp_path / "eval.summary.md").read_text()
+    with open(paths["plot"], "rb") as png:
+        assert png.read(8) == b"\x89PNG\r\n\x1a\n"

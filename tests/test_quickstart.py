@@ -1,0 +1,81 @@
+"""The main job, whole, on the reduced CI profile: real Ray head, evaluator and engine apps, veRL
+GRPO on SmolLM2-135M-Instruct, in a fresh HOME. The report's numbers must come from the run."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from cobalt.jsonl import load_jsonl
+
+pytestmark = [pytest.mark.slow, pytest.mark.train]
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def quickstart(run_dir: Path, home: Path, timeout: float) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}
+    env["HOME"] = str(home)
+    return subprocess.run(
+        [
+            "bash",
+            str(ROOT / "scripts/quickstart.sh"),
+            "--profile",
+            "quickstart_ci",
+            "--run_dir",
+            str(run_dir),
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def lines(path: Path) -> int:
+    return len(load_jsonl(path))
+
+
+def test_quickstart_ci_profile_end_to_end(tmp_path):
+    home, run_dir = tmp_path / "home", tmp_path / "run"
+    home.mkdir()
+    proc = quickstart(run_dir, home, timeout=2400)
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
+    report = json.loads((run_dir / "report/report.json").read_text())
+    cfg = yaml.safe_load((ROOT / "configs/quickstart_ci.yaml").read_text())
+    counts = report["counts"]
+    assert counts["train_problems"] == lines(run_dir / "data/train_problems.jsonl") == cfg["train_problems"]
+    assert (
+        counts["heldout_problems"]
+        == lines(run_dir / "data/heldout_problems.jsonl")
+        == cfg["heldout_problems"]
+    )
+    assert counts["trajectories"] == lines(run_dir / "trajectories/eval.jsonl")
+    assert counts["bandit_prompts"] == lines(run_dir / "data/bandit_train.jsonl") >= 1
+    train_ids = {r["id"] for r in load_jsonl(run_dir / "data/train_problems.jsonl")}
+    heldout_ids = {r["id"] for r in load_jsonl(run_dir / "data/heldout_problems.jsonl")}
+    assert not train_ids & heldout_ids
+    warm = json.loads((run_dir / "models/warm/warm_up.json").read_text())
+    assert set(warm["problems"]) == train_ids  # the warm-up never saw a held-out problem
+    for model in ("base", "trained"):
+        curve = report["pass_at_1"][model]["pass_at_1"]
+        assert len(curve) == 1 + cfg["eval_turns"] and all(0 <= v <= 100 for v in curve)
+        assert report["pass_at_1"][model]["problems"] == cfg["heldout_problems"]
+    steps = report["grpo"]
+    assert [s["step"] for s in steps] == list(range(1, cfg["grpo_steps"] + 1))
+    assert all(s["reward_mean"] is not None and 0 <= s["groups_with_spread"] <= 1 for s in steps)
+    md = (run_dir / "report/report.md").read_text()
+    assert f"| bandit prompts | {counts['bandit_prompts']} |" in md and "![Pass@1 per turn]" in md
+    assert (run_dir / "report/pass_at_1.png").read_bytes()[:4] == b"\x89PNG"
+    assert not (home / ".ray").exists()  # nothing written to the user's ~/.ray
+
+    # re-running the same command resumes: every stage is found complete and skipped
+    again = quickstart(run_dir, home, timeout=600)
+    assert again.returncode == 0, again.stderr[-3000:]
+    stage_lines = [line for line in again.stdout.splitlines() if line.startswith("[quickstart")]
+    assert not [line for line in stage_lines if line.endswith(": running")]
+    assert sum(line.endswith("done already, skipped") for line in stage_lines) >= 12
