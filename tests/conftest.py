@@ -16,21 +16,26 @@ ROOT = Path(__file__).resolve().parents[1]
 # data shared beside the checkout (not in git); a git worktree elsewhere names it explicitly
 SHARED = Path(os.environ.get("COBALT_SHARED_DIR") or ROOT.parent / "shared")
 APPS_SAMPLES = SHARED / "data" / "apps-samples"
-_CACHE_DIR = "_cobalt_hf_datasets_cache"
+# Libraries' caches under ~/.cache and ~/.config (Hugging Face datasets, matplotlib's font list)
+PRIVATE_CACHES = ("HF_DATASETS_CACHE", "MPLCONFIGDIR")
+_CACHE_DIR = "_cobalt_private_caches"
 
 
 def pytest_configure(config):
-    """Hugging Face datasets' cache goes to a temp dir of this run (set before any test module
-    imports `datasets`): tests neither read a user's ~/.cache nor leave copies in it."""
-    if "HF_DATASETS_CACHE" not in os.environ:
-        setattr(config, _CACHE_DIR, tempfile.mkdtemp(prefix="cobalt-test-hf-"))
-        os.environ["HF_DATASETS_CACHE"] = getattr(config, _CACHE_DIR)
+    """Library caches go to a temp dir of this run (set before any test module imports the
+    libraries): tests neither read a user's ~/.cache nor leave copies in it."""
+    top = tempfile.mkdtemp(prefix="cobalt-test-caches-")
+    setattr(config, _CACHE_DIR, (top, [name for name in PRIVATE_CACHES if name not in os.environ]))
+    for name in getattr(config, _CACHE_DIR)[1]:
+        os.environ[name] = os.path.join(top, name)
 
 
 def pytest_unconfigure(config):
     if hasattr(config, _CACHE_DIR):
-        shutil.rmtree(getattr(config, _CACHE_DIR), ignore_errors=True)
-        del os.environ["HF_DATASETS_CACHE"]
+        top, names = getattr(config, _CACHE_DIR)
+        for name in names:
+            os.environ.pop(name, None)
+        shutil.rmtree(top, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
