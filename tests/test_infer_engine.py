@@ -48,7 +48,7 @@ def tiny_engine(ray_cluster, evaluator_app, tmp_path_factory):
     work = tmp_path_factory.mktemp("engine")
     model = random_policy(work / "random")
     config = {**load_config("engine"), "app_name": "engine_tiny"}
-    config["llm"]["engine_kwargs"]["max_model_len"] = 1024
+    config["llm"]["engine_kwargs"]["max_model_len"] = 4096  # 3 feedback turns of the random model
     config_path = work / "engine_tiny.yaml"
     config_path.write_text(yaml.safe_dump(config))
     api_base = start_engine_app(str(model), load_engine_config(str(config_path)))
@@ -71,6 +71,10 @@ def test_litellm_talks_to_the_serve_openai_route(tiny_engine):
     assert len(completion.texts) == 3 and all(isinstance(t, str) for t in completion.texts)
     assert completion.usage["completion_tokens"] > 0 and completion.usage["calls"] == 1
     assert model.activity.in_flight == 0 and model.activity.busy_s > 0
+
+
+def lines(path: Path) -> list[str]:
+    return path.read_text().splitlines() if path.exists() else []
 
 
 def common_args(engine) -> list[str]:
@@ -124,14 +128,20 @@ def test_multi_turn_resumes_after_sigkill_without_loss_or_duplicates(tiny_engine
         "1",
         *common_args(tiny_engine),
     ]
-    job = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline and (not multi.exists() or len(multi.read_text().splitlines()) < 3):
-        time.sleep(0.05)
-    os.killpg(job.pid, signal.SIGKILL)
-    job.wait()
-    done_before = len(multi.read_text().splitlines())
-    assert 3 <= done_before < len(IDS), "the job must be killed mid-run"
+    log = tmp_path / "first_run.log"
+    with open(log, "w") as err:
+        job = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=err, start_new_session=True)
+        deadline = time.monotonic() + 300
+        while job.poll() is None and time.monotonic() < deadline and len(lines(multi)) < 3:
+            time.sleep(0.05)
+        assert job.poll() is None, (
+            f"the first run ended ({job.returncode}); its log:\n{log.read_text()[-3000:]}"
+        )
+        os.killpg(job.pid, signal.SIGKILL)
+        job.wait()
+    done_before = len(lines(multi))
+    assert done_before >= 3, f"no progress in the first run; its log:\n{log.read_text()[-3000:]}"
+    assert done_before < len(IDS), "the job must be killed mid-run"
     with open(multi, "a") as f:  # what a kill in the middle of an append leaves behind
         f.write('{"id": "cobalt-0')
     proc = subprocess.run(args, capture_output=True, text=True, timeout=600)

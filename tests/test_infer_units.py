@@ -189,3 +189,32 @@ def test_summary_table_and_plot(tmp_path):
     assert "| 1 | 75.00 | +50.00 |" in (tmp_path / "eval.summary.md").read_text()
     with open(paths["plot"], "rb") as png:
         assert png.read(8) == b"\x89PNG\r\n\x1a\n"
+
+
+def test_engine_errors_transient_ones_are_retried_and_context_overflow_says_what_to_change(monkeypatch):
+    import litellm
+
+    from cobalt.infer.llm import ChatModel, EngineError
+
+    model = ChatModel("openai/m", "http://127.0.0.1:9/v1", backoff_s=0.0)
+    calls = []
+
+    async def overflow(**kwargs):
+        calls.append(kwargs)
+        raise litellm.ContextWindowExceededError("prompt too long", model="m", llm_provider="openai")
+
+    monkeypatch.setattr(litellm, "acompletion", overflow)
+    with pytest.raises(EngineError, match="max_model_len"):
+        asyncio.run(model.complete([{"role": "user", "content": "hi"}]))
+    assert len(calls) == 1  # not transient: no retry
+
+    async def down(**kwargs):
+        calls.append(kwargs)
+        raise litellm.APIConnectionError("refused", llm_provider="openai", model="m")
+
+    calls.clear()
+    monkeypatch.setattr(litellm, "acompletion", down)
+    model.max_retries = 2
+    with pytest.raises(EngineError, match="gave up after 3 attempts"):
+        asyncio.run(model.complete([{"role": "user", "content": "hi"}]))
+    assert len(calls) == 3 and model.activity.in_flight == 0

@@ -55,12 +55,19 @@ def metrics(path: Path) -> dict[int, dict]:
 
 @pytest.fixture(scope="module")
 def ray_head():
-    """A private head with its own token (exported to this process, so launched jobs can join)."""
-    from cobalt.serve.cluster import ray_cluster
+    """A private head with one (CPU-platform) GPU slot and its own token, exported to this process
+    so launched jobs can join. Never the session's cluster that conftest exports as $RAY_ADDRESS:
+    that one has no GPU slot, and veRL's resource check would refuse it."""
+    from cobalt.serve.cluster import PrivateRayHead, exported
 
-    os.environ.update(ENV)
-    with ray_cluster(None, num_cpus=8, num_gpus=1) as address:
-        yield address
+    with exported(ENV):
+        head = PrivateRayHead(num_cpus=8, num_gpus=1)
+        try:
+            head.wait_ready()
+            with head.exported():
+                yield head.address
+        finally:
+            head.stop()
 
 
 def launch(work: Path, address: str, name: str, *overrides: str) -> float:

@@ -142,6 +142,12 @@ class ChatModel:
                 delay = min(self.max_backoff_s, self.backoff_s * 2**attempt) * (0.5 + random.random())
                 log.warning("%s: %s; retry %d in %.1f s", self.model, type(e).__name__, attempt + 1, delay)
                 await asyncio.sleep(delay)
+            except litellm.ContextWindowExceededError as e:
+                raise EngineError(
+                    f"{self.model}: a conversation outgrew the model's context window; raise the "
+                    "engine's max_model_len (llm.engine_kwargs in configs/engine.yaml) or lower "
+                    f"--max_tokens or --turns ({e})"
+                ) from e
             except Exception as e:
                 raise EngineError(f"{self.model}: {type(e).__name__}: {e}") from e
             finally:

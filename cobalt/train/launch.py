@@ -28,7 +28,6 @@ from cobalt.serve.cluster import ray_cluster
 
 PROFILE_KEYS = {
     "description",
-    "extends",
     "env",
     "forward_env",
     "ray",
@@ -52,34 +51,15 @@ class Profile:
     overrides: dict = dataclasses.field(default_factory=dict)
 
 
-def _merge(base: dict, top: dict) -> dict:
-    merged = dict(base)
-    for key, value in top.items():
-        merged[key] = (
-            _merge(merged[key], value)
-            if isinstance(value, dict) and isinstance(merged.get(key), dict)
-            else value
-        )
-    return merged
-
-
-def _raw_profile(name: str, seen: tuple = ()) -> dict:
-    if name in seen:
-        raise ConfigError(f"configs/train: profiles extend each other in a cycle: {seen + (name,)}")
+def load_profile(name: str) -> Profile:
+    """``configs/train/<name>.yaml`` (or a path) with its ``extends`` chain merged."""
     path = Path(name) if name.endswith((".yaml", ".yml")) else config_dir() / "train" / f"{name}.yaml"
     data = load_config(path)
     unknown = sorted(set(data) - PROFILE_KEYS)
     if unknown:
         raise ConfigError(f"{path}: unknown key(s) {unknown}; expected some of {sorted(PROFILE_KEYS)}")
-    parent = data.pop("extends", None)
-    return _merge(_raw_profile(parent, seen + (name,)), data) if parent else data
-
-
-def load_profile(name: str) -> Profile:
-    """A profile with its ``extends`` chain merged (the child wins, dicts merge key by key)."""
-    data = _raw_profile(name)
     data["prepare"] = {k: v for k, v in (data.get("prepare") or {}).items() if v is not None}
-    return Profile(name=Path(name).stem, **data)
+    return Profile(name=path.stem, **data)
 
 
 def format_value(value: Any) -> str:

@@ -1,0 +1,63 @@
+"""configs/*.yaml loading: ``extends`` chains, errors naming the file, and the paper configs that
+are written as differences from the CPU ones."""
+
+from __future__ import annotations
+
+import pytest
+
+from cobalt.config import load_config
+from cobalt.errors import ConfigError
+
+
+def test_a_child_config_changes_only_what_it_lists(tmp_path):
+    (tmp_path / "base.yaml").write_text("a: 1\nnested: {x: 1, y: 2}\nkept: yes\n")
+    (tmp_path / "child.yaml").write_text("extends: base\nnested: {y: 3, z: null}\na: 5\n")
+    (tmp_path / "grandchild.yaml").write_text("extends: child.yaml\nnested: {x: 0}\n")
+    assert load_config(tmp_path / "grandchild.yaml") == {
+        "a": 5,
+        "nested": {"x": 0, "y": 3, "z": None},
+        "kept": True,
+    }
+
+
+def test_extends_errors_name_the_file(tmp_path):
+    (tmp_path / "a.yaml").write_text("extends: b\n")
+    (tmp_path / "b.yaml").write_text("extends: a\n")
+    with pytest.raises(ConfigError, match="cycle"):
+        load_config(tmp_path / "a.yaml")
+    (tmp_path / "orphan.yaml").write_text("extends: missing\n")
+    with pytest.raises(ConfigError, match=r"missing\.yaml: config file does not exist"):
+        load_config(tmp_path / "orphan.yaml")
+    (tmp_path / "latin1.yaml").write_bytes(b"name: caf\xe9\n")
+    with pytest.raises(ConfigError, match=r"latin1\.yaml: not UTF-8"):
+        load_config(tmp_path / "latin1.yaml")
+
+
+def test_the_paper_engine_config_builds_a_gpu_llm_config_without_the_cpu_settings():
+    pytest.importorskip("ray.serve.llm")
+    from cobalt.serve.engine import llm_config, load_engine_config
+
+    llm = llm_config("Qwen/Qwen3-8B", load_engine_config("engine_paper"))
+    assert llm.engine_kwargs["dtype"] == "bfloat16" and llm.engine_kwargs["max_model_len"] == 16384
+    assert llm.deployment_config["autoscaling_config"]["max_replicas"] == 8
+    assert "num_replicas" not in llm.deployment_config  # autoscaling instead
+    env = (llm.runtime_env or {}).get("env_vars", {})
+    assert not any(key.startswith("VLLM_CPU") or key == "VLLM_TARGET_DEVICE" for key in env)
+    assert llm.accelerator_type is None
+
+
+def test_the_paper_evaluator_config_keeps_the_shared_settings():
+    from cobalt.serve.client import load_client_config
+    from cobalt.serve.evaluator import load_evaluator_config
+
+    sandbox, serve = load_evaluator_config("evaluator_paper")
+    cpu_sandbox, _ = load_evaluator_config("evaluator")
+    assert serve.num_replicas == 80 and serve.max_ongoing_requests == 1 and serve.memory_gb == 4
+    assert sandbox.slots == 128 and sandbox.max_scratch_mb == cpu_sandbox.max_scratch_mb
+    assert load_client_config("evaluator_paper") == load_client_config("evaluator")
+
+
+def test_the_ci_quickstart_extends_the_full_one():
+    full, ci = load_config("quickstart"), load_config("quickstart_ci")
+    assert ci["train_profile"] == "quickstart_ci" and ci["train_problems"] < full["train_problems"]
+    assert ci["warmup"]["lr"] == full["warmup"]["lr"] and ci["sampling"]["top_p"] == full["sampling"]["top_p"]
