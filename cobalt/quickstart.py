@@ -449,11 +449,11 @@ def run_pipeline(run: Run) -> Path:
         trajectories = self_debug(
             run, "trajectories", warm, train, run.cfg.train_samples, run.cfg.train_turns
         )
+        # the base model's evaluation reuses the engine that wrote its trajectories (one deploy)
+        base_eval = self_debug(run, "eval_base", warm, heldout, run.cfg.eval_samples, run.cfg.eval_turns)
         parquet_dir = bandit_data(run, trajectories, warm)
         stop_engine(run)
         trained = grpo(run, parquet_dir, warm)
-        base_eval = self_debug(run, "eval_base", warm, heldout, run.cfg.eval_samples, run.cfg.eval_turns)
-        stop_engine(run)
         trained_eval = self_debug(
             run, "eval_trained", trained, heldout, run.cfg.eval_samples, run.cfg.eval_turns
         )
