@@ -28,35 +28,127 @@ def test_profiles_extend_common_and_children_win():
     assert "tiny_policy" not in smol.prepare and "smollm2" in smol.prepare  # null removes a step
 
 
-def test_paper_settings_of_the_gpu_profiles():
-    qwen = load_profile("multi_turn_qwen3_8b").overrides
-    expected = {
-        "data.train_batch_size": 128,
-        "data.max_prompt_length": 10240,
-        "data.max_response_length": 6144,
-        "actor_rollout_ref.actor.optim.lr": 1e-6,
-        "actor_rollout_ref.actor.ppo_mini_batch_size": 64,
-        "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu": 2,
-        "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu": 16,  # reference section 9
-        "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu": 16,
-        "actor_rollout_ref.actor.clip_ratio_low": 0.2,
-        "actor_rollout_ref.actor.clip_ratio_high": 0.4,
-        "actor_rollout_ref.actor.kl_loss_coef": 1e-4,
-        "actor_rollout_ref.actor.kl_loss_type": "mse",
-        "actor_rollout_ref.rollout.n": 16,
-        "actor_rollout_ref.rollout.temperature": 1.0,
-        "actor_rollout_ref.rollout.val_kwargs.temperature": 0.6,
-        "actor_rollout_ref.rollout.val_kwargs.top_p": 0.95,
-        "trainer.n_gpus_per_node": 4,
-        "trainer.save_freq": 10,
-        "trainer.test_freq": 10,
-        "trainer.total_epochs": 2,
-        "actor_rollout_ref.actor.fsdp_config.optimizer_offload": True,
+# Reference section 9, one row a setting: (its words there, veRL key, multi-turn Qwen3-8B run,
+# single-turn R1-Distill-Llama-8B run). The single-turn run is the multi-turn one with prompts of
+# 2,048 tokens, 4 epochs and no offload.
+PAPER_SETTINGS = [
+    ("GRPO", "algorithm.adv_estimator", "grpo", "grpo"),
+    ("train batch 128", "data.train_batch_size", 128, 128),
+    ("max prompt 10,240 / 2,048", "data.max_prompt_length", 10240, 2048),
+    ("max response 6,144", "data.max_response_length", 6144, 6144),
+    ("truncation right", "data.truncation", "right", "right"),
+    ("lr 1e-6", "actor_rollout_ref.actor.optim.lr", 1e-6, 1e-6),
+    ("remove padding", "actor_rollout_ref.model.use_remove_padding", True, True),
+    ("PPO mini-batch 64", "actor_rollout_ref.actor.ppo_mini_batch_size", 64, 64),
+    ("micro-batch 2 per GPU", "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu", 2, 2),
+    (
+        "log-prob micro-batch 16 (rollout)",
+        "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu",
+        16,
+        16,
+    ),
+    (
+        "log-prob micro-batch 16 (reference)",
+        "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu",
+        16,
+        16,
+    ),
+    ("grad clip 1.0", "actor_rollout_ref.actor.grad_clip", 1.0, 1.0),
+    ("clip ratio 0.2", "actor_rollout_ref.actor.clip_ratio_low", 0.2, 0.2),
+    ("clip ratio 0.4", "actor_rollout_ref.actor.clip_ratio_high", 0.4, 0.4),
+    ("KL loss", "actor_rollout_ref.actor.use_kl_loss", True, True),
+    ("KL loss coef 1e-4", "actor_rollout_ref.actor.kl_loss_coef", 1e-4, 1e-4),
+    ("KL loss mse", "actor_rollout_ref.actor.kl_loss_type", "mse", "mse"),
+    ("gradient checkpointing", "actor_rollout_ref.model.enable_gradient_checkpointing", True, True),
+    ("actor parameters not offloaded", "actor_rollout_ref.actor.fsdp_config.param_offload", False, False),
+    ("actor optimizer offload / none", "actor_rollout_ref.actor.fsdp_config.optimizer_offload", True, False),
+    ("reference parameter offload / none", "actor_rollout_ref.ref.fsdp_config.param_offload", True, False),
+    ("vLLM rollout", "actor_rollout_ref.rollout.name", "vllm", "vllm"),
+    ("temperature 1.0", "actor_rollout_ref.rollout.temperature", 1.0, 1.0),
+    ("n 16", "actor_rollout_ref.rollout.n", 16, 16),
+    ("GPU memory 0.7", "actor_rollout_ref.rollout.gpu_memory_utilization", 0.7, 0.7),
+    ("TP 1", "actor_rollout_ref.rollout.tensor_model_parallel_size", 1, 1),
+    ("16,384 batched tokens", "actor_rollout_ref.rollout.max_num_batched_tokens", 16384, 16384),
+    ("validation sampling", "actor_rollout_ref.rollout.val_kwargs.do_sample", True, True),
+    ("validation temperature 0.6", "actor_rollout_ref.rollout.val_kwargs.temperature", 0.6, 0.6),
+    ("validation top-p 0.95", "actor_rollout_ref.rollout.val_kwargs.top_p", 0.95, 0.95),
+    ("algorithm KL coef 1e-4", "algorithm.kl_ctrl.kl_coef", 1e-4, 1e-4),
+    ("KL as a loss, not in the reward", "algorithm.use_kl_in_reward", False, False),
+    ("1 node", "trainer.nnodes", 1, 1),
+    ("4 GPUs", "trainer.n_gpus_per_node", 4, 4),
+    ("save every 10 steps", "trainer.save_freq", 10, 10),
+    ("test every 10 steps", "trainer.test_freq", 10, 10),
+    ("2 / 4 epochs", "trainer.total_epochs", 2, 4),
+    (
+        "base model",
+        "actor_rollout_ref.model.path",
+        "Qwen/Qwen3-8B",
+        "deepseek-ai/DeepSeek-R1-Distill-Llama-8B",
+    ),
+]
+PAPER_ENV = {"RAY_SERVE_QUEUE_LENGTH_RESPONSE_DEADLINE_S": "10"}  # set by the reference's launch scripts
+
+
+def dry_run(profile: str) -> dict:
+    """What ``cobalt.train.launch --dry-run`` would run (no Ray, no GPU), with no cluster to join."""
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+    out = subprocess.run(
+        [sys.executable, "-m", "cobalt.train.launch", "--profile", profile, "--dry-run"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+        cwd=ROOT,
+        env=env,
+    ).stdout
+    return json.loads(out)
+
+
+def hydra_value(text: str):
+    """A hydra override's value as the number, bool or string it means."""
+    if text in ("true", "false"):
+        return text == "true"
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
+
+
+def differences_from_section_9(profile: str, column: int) -> dict:
+    """``{setting: (given, expected)}`` for each row of PAPER_SETTINGS the dry-run command misses."""
+    command = dry_run(profile)["command"]
+    assert command[1:3] == ["-m", "verl.trainer.main_ppo"]
+    wrong = {}
+    for row in PAPER_SETTINGS:
+        given = override_value(command[3:], row[1])
+        if given is None or hydra_value(given) != row[column]:
+            wrong[f"{row[0]} ({row[1]})"] = (given, row[column])
+    return wrong
+
+
+@pytest.mark.parametrize(
+    "profile, column", [("multi_turn_qwen3_8b", 2), ("single_turn_r1_distill_llama_8b", 3)]
+)
+def test_paper_profiles_dry_run_matches_reference_section_9(profile, column):
+    assert differences_from_section_9(profile, column) == {}
+    env = dry_run(profile)["env"]
+    assert {k: env.get(k) for k in PAPER_ENV} == PAPER_ENV
+
+
+def test_dry_run_comparison_names_a_changed_setting(tmp_path):
+    changed = tmp_path / "changed.yaml"
+    changed.write_text(
+        f"extends: {config_dir() / 'train' / 'multi_turn_qwen3_8b.yaml'}\n"
+        "overrides:\n  actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu: 2\n"
+    )
+    assert differences_from_section_9(str(changed), 2) == {
+        "log-prob micro-batch 16 (rollout) (actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu)": (
+            "2",
+            16,
+        )
     }
-    assert {k: qwen[k] for k in expected} == expected
-    llama = load_profile("single_turn_r1_distill_llama_8b").overrides
-    assert llama["data.max_prompt_length"] == 2048 and llama["trainer.total_epochs"] == 4
-    assert llama["actor_rollout_ref.actor.fsdp_config.optimizer_offload"] is False
 
 
 def test_override_formatting_and_lookup():
