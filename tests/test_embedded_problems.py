@@ -79,7 +79,7 @@ def _no_wrong_solution(p):
     "corrupt, field",
     [
         (_drop_last_output, "hidden_tests"),
-        (_number_as_input, "public_tests.inputs"),
+        (_number_as_input, "public_tests"),
         (_too_few_tests, "hidden_tests"),
         (_mentions_image, "question"),
         (_no_wrong_solution, "wrong_solutions"),

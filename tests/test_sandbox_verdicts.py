@@ -191,13 +191,13 @@ def test_request_over_its_bound_gets_the_single_reference_entry():
 @pytest.mark.parametrize(
     "request_tests, reason",
     [
-        ({"inputs": ["1"]}, "test_cases.outputs must be a list"),
-        ({"inputs": "1", "outputs": ["1"]}, "test_cases.inputs must be a list"),
+        ({"inputs": ["1"]}, "field 'test_cases': 'outputs' must be a list"),
+        ({"inputs": "1", "outputs": ["1"]}, "field 'test_cases': 'inputs' must be a list"),
         ({"inputs": ["1", "2"], "outputs": ["1"]}, "2 inputs but 1 outputs"),
-        ({"inputs": [1], "outputs": ["1"]}, "test_cases.inputs[0] must be a string"),
-        ({"inputs": [], "outputs": []}, "test_cases is empty"),
-        ("{not json", "test_cases is not valid JSON"),
-        (["1"], "test_cases must be an object"),
+        ({"inputs": [1], "outputs": ["1"]}, "field 'test_cases': 'inputs'[0] must be a string"),
+        ({"inputs": [], "outputs": []}, "field 'test_cases': has no test cases"),
+        ("{not json", "field 'test_cases': not valid JSON"),
+        (["1"], "field 'test_cases': expected an object"),
     ],
 )
 def test_malformed_test_cases_get_a_clear_failure(request_tests, reason):

@@ -14,6 +14,7 @@ pytest.importorskip("verl")
 from omegaconf import OmegaConf  # noqa: E402
 from verl import DataProto  # noqa: E402
 
+from cobalt.errors import ConfigError  # noqa: E402
 from cobalt.train.reward_manager import (  # noqa: E402
     EXTRA_KEYS,
     CobaltRewardManager,
@@ -199,7 +200,7 @@ def test_settings_come_from_reward_kwargs_and_unknown_keys_are_rejected():
     settings = RewardManagerSettings.from_verl_config(config)
     assert settings.timeout_s == 5 and settings.val_splits == ("dev",) and settings.max_in_flight == 64
     assert RewardManagerSettings.from_verl_config(OmegaConf.create({"reward": {}})) == RewardManagerSettings()
-    with pytest.raises(ValueError, match="timeout"):
+    with pytest.raises(ConfigError, match=r"reward\.reward_kwargs\.cobalt: unknown key\(s\) \['timeout'\]"):
         RewardManagerSettings.from_verl_config(
             OmegaConf.create({"reward": {"reward_kwargs": {"cobalt": {"timeout": 1}}}})
         )

@@ -15,14 +15,10 @@ import logging
 
 from tqdm import tqdm
 
+from cobalt.data.testcases import failure_result
 from cobalt.prompts import no_code_result
 
 log = logging.getLogger("cobalt.execute")
-
-
-def failure_result(message: str) -> dict:
-    """An execution result for a request that failed as a whole (one failing entry)."""
-    return {"passing": [False], "feedback": [message]}
 
 
 class Executor:

@@ -47,7 +47,7 @@ def perturb_records(records, seed: int = 42, *, path=None) -> tuple[list[dict], 
         if "public_test_cases" not in record:
             raise DataError("missing", path=path, line=line, field="public_test_cases")
         public = parse_test_cases(
-            record["public_test_cases"], path=path, line=line, field="public_test_cases"
+            record["public_test_cases"], path=path, line=line, field="public_test_cases", allow_empty=True
         )
         perturbed = perturb_tests(public, rng)
         if perturbed is None:

@@ -20,8 +20,7 @@ from dataclasses import dataclass, field
 
 from tqdm import tqdm
 
-from cobalt.data.execute import failure_result
-from cobalt.data.testcases import dump_test_cases, pass_rate
+from cobalt.data.testcases import dump_test_cases, failure_result, pass_rate
 from cobalt.errors import DataError
 from cobalt.prompts import build_instruction
 

@@ -1,7 +1,9 @@
-"""Test-case sets: the JSON string ``{"inputs": [str, ...], "outputs": [str, ...]}`` (reference §1).
+"""Test-case sets and execution results (reference section 1).
 
-Every reader of our own files goes through :func:`parse_test_cases`, so a malformed set stops with
-a :class:`DataError` naming the file, line and field instead of failing deep inside a step.
+A test-case set is the JSON string ``{"inputs": [str, ...], "outputs": [str, ...]}``; an execution
+result is ``{"passing": [bool, ...], "feedback": [str, ...]}``. Every reader of a set, the sandbox
+included, goes through :func:`parse_test_cases`, so a malformed set stops with a
+:class:`DataError` naming the file, line and field instead of failing deep inside a step.
 """
 
 from __future__ import annotations
@@ -16,31 +18,44 @@ def dump_test_cases(inputs: list[str], outputs: list[str]) -> str:
     return json.dumps({"inputs": list(inputs), "outputs": list(outputs)})
 
 
-def parse_test_cases(value: object, *, path=None, line=None, field: str = "test_cases") -> dict:
-    """Decode and validate a test-case set (a JSON string or an already decoded dict)."""
+def parse_test_cases(
+    value: object, *, path=None, line=None, field: str = "test_cases", allow_empty: bool = False
+) -> dict:
+    """Decode and validate a test-case set (a JSON string or an already decoded dict).
+
+    An empty set is refused unless ``allow_empty``: it can decide no program (its pass rate is
+    0/0), and scoring against it would make a data bug look like a wrong program. Only a step that
+    merely selects problems by their tests (perturbation skips sets with fewer than two distinct
+    outputs, as the reference) allows it."""
 
     def fail(problem: str):
         raise DataError(problem, path=path, line=line, field=field)
 
-    if isinstance(value, str):
+    if isinstance(value, (str, bytes)):
         try:
             value = json.loads(value)
-        except json.JSONDecodeError as e:
-            fail(f"not valid JSON ({e.msg})")
+        except ValueError as e:
+            fail(f"not valid JSON ({e})")
     if not isinstance(value, dict):
         fail(f"expected an object with 'inputs' and 'outputs', got {type(value).__name__}")
-    inputs, outputs = value.get("inputs"), value.get("outputs")
-    if not isinstance(inputs, list) or not isinstance(outputs, list):
-        fail("'inputs' and 'outputs' must both be lists")
-    if len(inputs) != len(outputs):
-        fail(f"{len(inputs)} inputs but {len(outputs)} outputs")
-    if not all(isinstance(x, str) for x in inputs + outputs):
-        fail("every input and output must be a string")
+    for key in ("inputs", "outputs"):
+        items = value.get(key)
+        if not isinstance(items, list):
+            fail(f"'{key}' must be a list, not {type(items).__name__}")
+        for i, item in enumerate(items):
+            if not isinstance(item, str):
+                fail(f"'{key}'[{i}] must be a string, not {type(item).__name__}")
+    n_inputs, n_outputs = len(value["inputs"]), len(value["outputs"])
+    if n_inputs != n_outputs:
+        fail(f"{n_inputs} inputs but {n_outputs} outputs")
+    if not n_inputs and not allow_empty:
+        fail("has no test cases")
     return value
 
 
-def count_tests(value: object, **where) -> int:
-    return len(parse_test_cases(value, **where)["inputs"])
+def failure_result(message: str) -> dict:
+    """An execution result for a request that failed as a whole (one failing entry)."""
+    return {"passing": [False], "feedback": [message]}
 
 
 def pass_rate(result: dict) -> float:

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 
+from cobalt.data.testcases import failure_result, pass_rate
 from cobalt.extract import extract_code
 from cobalt.reward.config import RewardConfig, reward_config
 from cobalt.reward.format import format_reward
-from cobalt.serve.client import Evaluator, get_evaluator
+from cobalt.serve.client import Evaluator, evaluator_kind, get_evaluator
 
 log = logging.getLogger("cobalt.reward")
 
@@ -33,7 +33,7 @@ def with_improvement(reward: float, pass_rate: float, prev_best: float, cfg: Rew
 
 
 def default_evaluator(cfg: RewardConfig) -> Evaluator:
-    kind = os.environ.get("COBALT_EVALUATOR") or cfg.evaluator
+    kind = evaluator_kind(cfg.evaluator)
     if kind == "serve":
         return get_evaluator("serve", deployment_name=cfg.evaluator_deployment, app_name=cfg.evaluator_app)
     return get_evaluator(kind)
@@ -41,16 +41,17 @@ def default_evaluator(cfg: RewardConfig) -> Evaluator:
 
 async def run_tests(
     code: str, ground_truth, evaluator: Evaluator, cfg: RewardConfig
-) -> tuple[list, str | None]:
-    """Passing flags on ``ground_truth``; a timeout or evaluator error counts as one failing test."""
+) -> tuple[dict, str | None]:
+    """The execution result on ``ground_truth`` and None, or a one-test failure and the reason when
+    the call timed out or the evaluator failed."""
     try:
-        result = await asyncio.wait_for(evaluator.evaluate(code, ground_truth), cfg.call_timeout_s)
-        return list(result["passing"]) or [False], None
+        return await asyncio.wait_for(evaluator.evaluate(code, ground_truth), cfg.call_timeout_s), None
     except TimeoutError:
-        return [False], f"evaluator call exceeded {cfg.call_timeout_s:g} s"
+        error = f"evaluator call exceeded {cfg.call_timeout_s:g} s"
     except Exception as e:
         log.warning("evaluator call failed: %r", e)
-        return [False], f"{type(e).__name__}: {e}"
+        error = f"{type(e).__name__}: {e}"
+    return failure_result(error), error
 
 
 async def score_details(
@@ -78,20 +79,20 @@ async def score_details(
     code = extract_code(solution_str)
     if code is None:
         return {**details, "score": 0.0 if is_val else -1.0}
-    passing, error = await run_tests(code, ground_truth, evaluator or default_evaluator(cfg), cfg)
-    pass_rate = sum(bool(p) for p in passing) / len(passing)
-    correctness = correctness_reward(pass_rate, cfg)
+    result, error = await run_tests(code, ground_truth, evaluator or default_evaluator(cfg), cfg)
+    rate = pass_rate(result)
+    correctness = correctness_reward(rate, cfg)
     prev_best = float(extra.get("prev_best_pass_rate") or 0.0)
-    reward = with_improvement(correctness, pass_rate, prev_best, cfg)
+    reward = with_improvement(correctness, rate, prev_best, cfg)
     details.update(
-        pass_rate=pass_rate,
+        pass_rate=rate,
         correctness=correctness,
         improvement=reward - correctness,
         has_code=True,
         evaluator_error=error,
     )
     if is_val:
-        return {**details, "score": 1.0 if pass_rate == 1 else 0.0}
+        return {**details, "score": 1.0 if rate == 1 else 0.0}
     fmt = format_reward(solution_str, reward, cfg)
     return {**details, "format_reward": fmt, "score": max(-1.0, min(1.0, reward + fmt))}
 

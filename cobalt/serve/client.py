@@ -17,6 +17,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Protocol
 
+from cobalt.errors import ConfigError
+
 log = logging.getLogger("cobalt.serve.client")
 
 
@@ -165,18 +167,28 @@ def _brief(error: BaseException) -> str:
 
 
 _cache: dict[tuple, Evaluator] = {}
+EVALUATOR_KINDS = {"serve": ServeEvaluator, "local": LocalEvaluator}
+
+
+def evaluator_kind(configured: str = "serve") -> str:
+    """The evaluator kind to use: ``$COBALT_EVALUATOR`` when set (it overrides every config),
+    else ``configured``; ConfigError for a kind that does not exist."""
+    from_env = os.environ.get("COBALT_EVALUATOR")
+    kind = from_env or configured
+    if kind not in EVALUATOR_KINDS:
+        source = "$COBALT_EVALUATOR" if from_env else "the configured evaluator"
+        raise ConfigError(
+            f"{source}: unknown evaluator kind {kind!r}; expected one of {sorted(EVALUATOR_KINDS)}"
+        )
+    return kind
 
 
 def get_evaluator(kind: str | None = None, **kwargs) -> Evaluator:
-    """The evaluator of the given kind (``serve`` or ``local``; default ``$COBALT_EVALUATOR`` or
-    ``serve``), created once per process."""
-    kind = kind or os.environ.get("COBALT_EVALUATOR", "serve")
+    """The evaluator of the given kind (default :func:`evaluator_kind`), created once per process."""
+    kind = kind or evaluator_kind()
+    if kind not in EVALUATOR_KINDS:
+        raise ConfigError(f"unknown evaluator kind {kind!r}; expected one of {sorted(EVALUATOR_KINDS)}")
     key = (kind, tuple(sorted(kwargs.items())))
     if key not in _cache:
-        if kind == "serve":
-            _cache[key] = ServeEvaluator(**kwargs)
-        elif kind == "local":
-            _cache[key] = LocalEvaluator(**kwargs)
-        else:
-            raise ValueError(f"unknown evaluator kind {kind!r}: expected 'serve' or 'local'")
+        _cache[key] = EVALUATOR_KINDS[kind](**kwargs)
     return _cache[key]

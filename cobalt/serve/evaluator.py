@@ -18,7 +18,8 @@ from concurrent.futures import ThreadPoolExecutor
 from ray import serve
 
 from cobalt.config import from_dict, load_config
-from cobalt.sandbox import SandboxConfig, evaluate, failure
+from cobalt.data.testcases import failure_result
+from cobalt.sandbox import SandboxConfig, evaluate
 from cobalt.sandbox.runner import get_backend
 
 log = logging.getLogger("cobalt.serve")
@@ -63,7 +64,7 @@ class Evaluator:
                 if not isinstance(request, dict)
                 else "missing field " + ", ".join(repr(f) for f in ("code", "test_cases") if f not in request)
             )
-            return failure(f"Exception: invalid request: {missing}")
+            return failure_result(f"Exception: invalid request: {missing}")
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(
             self.pool, evaluate, request["code"], request["test_cases"], self.cfg

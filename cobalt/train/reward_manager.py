@@ -43,6 +43,8 @@ from typing import Any
 from verl import DataProto
 from verl.experimental.reward_loop.reward_manager.base import RewardManagerBase
 
+from cobalt.config import from_dict
+
 log = logging.getLogger("cobalt.train.reward_manager")
 log.setLevel(logging.INFO)
 
@@ -66,17 +68,15 @@ class RewardManagerSettings:
     val_splits: tuple[str, ...] = ("test", "val", "validation")  # extra_info.split values = validation
     print_examples: bool = True  # print one decoded example per data source per batch
 
+    def __post_init__(self):
+        object.__setattr__(self, "val_splits", tuple(self.val_splits))
+
     @classmethod
     def from_verl_config(cls, config) -> RewardManagerSettings:
+        """``reward.reward_kwargs.cobalt`` of veRL's config; ConfigError names an unknown key."""
         reward = config.get("reward", {}) if config is not None else {}
         raw = (reward.get("reward_kwargs") or {}).get("cobalt") or {}
-        raw = dict(raw)
-        unknown = sorted(set(raw) - {f.name for f in dataclasses.fields(cls)})
-        if unknown:
-            raise ValueError(f"reward.reward_kwargs.cobalt: unknown key(s) {unknown}")
-        if "val_splits" in raw:
-            raw["val_splits"] = tuple(raw["val_splits"])
-        return cls(**raw)
+        return from_dict(cls, dict(raw), source="reward.reward_kwargs.cobalt")
 
 
 def per_worker_limit(max_in_flight: int, num_workers: int) -> int:

@@ -19,6 +19,7 @@ import pickle
 import zlib
 from pathlib import Path
 
+from cobalt.data.testcases import parse_test_cases
 from cobalt.errors import DataError
 from cobalt.jsonl import write_jsonl
 
@@ -167,15 +168,10 @@ def _validate(problem, index: int, path: Path) -> str:
 
 def _check_tests(tests, field: str, fail) -> int:
     """Check one ``{"inputs", "outputs"}`` block; returns its number of tests."""
-    if not isinstance(tests, dict):
-        fail(field, 'expected {"inputs": [...], "outputs": [...]}')
-    for key in ("inputs", "outputs"):
-        items = tests.get(key)
-        if not isinstance(items, list) or not all(isinstance(s, str) for s in items):
-            fail(f"{field}.{key}", "expected a list of strings")
-    if len(tests["inputs"]) != len(tests["outputs"]):
-        fail(field, f"{len(tests['inputs'])} inputs but {len(tests['outputs'])} outputs")
-    return len(tests["inputs"])
+    try:
+        return len(parse_test_cases(tests, field=field)["inputs"])
+    except DataError as e:
+        fail(field, e.problem)
 
 
 def problem_records(ids: list[str] | None = None) -> list[dict]:
