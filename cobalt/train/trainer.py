@@ -17,8 +17,12 @@ from verl.trainer.ppo.v1.trainer_base import register_trainer
 from verl.trainer.ppo.v1.trainer_sync import PPOTrainerSync
 
 from cobalt.train.reward_manager import EXTRA_KEYS
+from cobalt.train.stale import warn_if_stale
 
 TRAINER_MODE = "cobalt_sync"
+# It overrides PPOTrainerSync._compute_metrics and reads TransferQueue's batch fields.
+WRITTEN_FOR = {"verl": "0.9.1", "TransferQueue": "0.1.11"}
+warn_if_stale("the cobalt_sync trainer", WRITTEN_FOR)
 
 
 def reward_extra_metrics(infos: list[dict]) -> dict[str, float]:
