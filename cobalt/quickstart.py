@@ -302,8 +302,38 @@ def grpo(run: Run, parquet_dir: Path, model: Path) -> Path:
                   f"trainer.default_local_dir={run.root / 'checkpoints'}",
                   f"trainer.total_training_steps={run.cfg.grpo_steps}",
                   f"trainer.save_freq={run.cfg.grpo_steps}",
+                  *fitted_lengths(run.cfg.train_profile, parquet_dir / "train.parquet", model),
               ], env={"VERL_FILE_LOGGER_PATH": str(run.root / "grpo_metrics.jsonl")}))  # fmt: skip
     return out
+
+
+def fitted_lengths(profile_name: str, parquet: Path, tokenizer_dir: Path, multiple: int = 64) -> list[str]:
+    """Overrides that shrink the prompt length to the longest prompt of ``parquet`` (rounded up).
+
+    On CPU every row is padded to prompt + response length (no remove-padding kernels), so a
+    profile's 1024-token prompt slot around 250-token prompts triples the cost of each step; the
+    profile's value stays the upper bound (longer prompts are still filtered out by veRL)."""
+    import pandas as pd
+    from transformers import AutoTokenizer
+
+    from cobalt.train.launch import load_profile
+
+    overrides = load_profile(profile_name).overrides
+    limit, response = int(overrides["data.max_prompt_length"]), int(overrides["data.max_response_length"])
+    tokenizer = AutoTokenizer.from_pretrained(str(tokenizer_dir))
+    longest = max(
+        len(
+            tokenizer.apply_chat_template(
+                [dict(m) for m in messages], add_generation_prompt=True, return_dict=False
+            )
+        )
+        for messages in pd.read_parquet(parquet, columns=["prompt"])["prompt"]
+    )
+    fitted = min(limit, -(-longest // multiple) * multiple)
+    return [
+        f"data.max_prompt_length={fitted}",
+        f"actor_rollout_ref.rollout.max_model_len={fitted + response}",
+    ]
 
 
 def stop_engine(run: Run) -> None:

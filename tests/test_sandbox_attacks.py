@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import shutil
 import socket
@@ -12,9 +11,10 @@ import uuid
 from pathlib import Path
 
 import pytest
+from sandbox_fixtures import backend_config, processes_of
 
-from cobalt.sandbox import default_config, evaluate
-from cobalt.sandbox.runner import get_backend, run_in_sandbox
+from cobalt.sandbox import evaluate
+from cobalt.sandbox.runner import run_in_sandbox
 
 AS_ROOT = os.geteuid() == 0
 UID_BASE = {"bwrap": 62000, "landlock": 62100}  # uids of their own: leftovers are attributable
@@ -31,33 +31,13 @@ def scratch_root():
 
 @pytest.fixture(params=["bwrap", "landlock"], scope="module")
 def cfg(request, scratch_root):
-    config = dataclasses.replace(
-        default_config(),
-        backend=request.param,
+    return backend_config(
+        request.param,
         uid_base=UID_BASE[request.param],
         slots=8,
         wall_timeout_s=6,
         scratch_root=str(scratch_root),
     )
-    try:
-        get_backend(config)
-    except Exception as e:
-        pytest.skip(f"backend {request.param} unavailable here: {e}")
-    return config
-
-
-def processes_of(uids) -> list[int]:
-    """Live processes of the given uids. Zombies are dead already (an orphan killed by the
-    launcher waits for the machine's init to reap it), so they do not count."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                if entry.stat().st_uid in uids and "State:\tZ" not in (entry / "status").read_text():
-                    found.append(int(entry.name))
-            except OSError:
-                pass
-    return found
 
 
 def run(code: str, cfg, stdin: str = "") -> dict:

@@ -15,8 +15,9 @@ import time
 from pathlib import Path
 
 import pytest
+from sandbox_fixtures import backend_config, processes_of
 
-from cobalt.sandbox import default_config, evaluate
+from cobalt.sandbox import evaluate
 from cobalt.sandbox.runner import get_backend, sweep_stale_slots
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -37,37 +38,19 @@ evaluate(program, {"inputs": [""], "outputs": [""]}, cfg)
 def cfg(request):
     scratch = Path(tempfile.mkdtemp(prefix="cobalt-cleanup-", dir="/tmp"))
     scratch.chmod(0o711)  # the slot uids pass through it to their own dirs
-    config = dataclasses.replace(
-        default_config(),
-        backend=request.param,
+    yield backend_config(
+        request.param,
         uid_base=UID_BASE[request.param],
         slots=SLOTS,
         wall_timeout_s=60,
         request_timeout_s=60,
         scratch_root=str(scratch),
     )
-    try:
-        get_backend(config)
-    except Exception as e:
-        pytest.skip(f"backend {request.param} unavailable here: {e}")
-    yield config
     shutil.rmtree(scratch, ignore_errors=True)
 
 
 def slot_uids(cfg) -> set[int]:
     return set(range(cfg.uid_base, cfg.uid_base + cfg.slots))
-
-
-def processes_of(uids) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                if entry.stat().st_uid in uids and "State:\tZ" not in (entry / "status").read_text():
-                    found.append(int(entry.name))
-            except OSError:
-                pass
-    return found
 
 
 def run_dirs(cfg) -> list[Path]:

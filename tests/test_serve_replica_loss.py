@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from sandbox_fixtures import backend_config, processes_of
 
 pytestmark = pytest.mark.slow
 
@@ -26,8 +27,6 @@ def app(request, ray_cluster, tmp_path):
     """The evaluator app (2 replicas) under a name and config of its own."""
     from ray import serve
 
-    from cobalt.sandbox import SandboxConfig
-    from cobalt.sandbox.runner import get_backend
     from cobalt.serve.evaluator import start_evaluator_app
 
     scratch = Path(tempfile.mkdtemp(prefix="cobalt-loss-", dir="/tmp"))
@@ -39,10 +38,7 @@ def app(request, ray_cluster, tmp_path):
     config["serve"].update(app_name=f"evaluator-loss-{request.param}", num_replicas=2)
     path = tmp_path / "evaluator.yaml"
     path.write_text(yaml.safe_dump(config))
-    try:
-        get_backend(SandboxConfig(**config["sandbox"]))
-    except Exception as e:
-        pytest.skip(f"backend {request.param} unavailable here: {e}")
+    backend_config(request.param)  # skips where the backend cannot run
     start_evaluator_app(str(path))
     yield config
     serve.delete(config["serve"]["app_name"])
@@ -57,18 +53,6 @@ def replica_actors(app_name: str) -> list:
         for actor in ray.util.list_named_actors(all_namespaces=True)
         if actor["name"].startswith(f"SERVE_REPLICA::{app_name}#")
     ]
-
-
-def processes_of(uids) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                if entry.stat().st_uid in uids and "State:\tZ" not in (entry / "status").read_text():
-                    found.append(int(entry.name))
-            except OSError:
-                pass
-    return found
 
 
 def wait_for(condition, timeout_s: float) -> bool:

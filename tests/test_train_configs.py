@@ -154,6 +154,7 @@ def test_dry_run_comparison_names_a_changed_setting(tmp_path):
 def test_override_formatting_and_lookup():
     assert format_value(True) == "true" and format_value(None) == "null"
     assert format_value(["console", "wandb"]) == "[console,wandb]" and format_value(1e-6) == "1e-06"
+    assert format_value({"param_dtype": "fp32", "n": [1, 2]}) == "{param_dtype:fp32,n:[1,2]}"
     overrides = hydra_overrides(
         load_profile("cpu_smoke"), ["console", "tensorboard"], ["data.train_batch_size=8"], forward_env=True
     )
@@ -187,7 +188,10 @@ for name in sys.argv[1:]:
                           overrides=hydra_overrides(load_profile(name), ["console"], forward_env=True))
             env_vars = cfg.ray_kwargs.ray_init.runtime_env.env_vars
             assert all(isinstance(v, str) for v in env_vars.values()), dict(env_vars)
-            result[name] = cfg.reward.reward_manager.name
+            # the dtype veRL's FSDP engines compute in (bf16 when mixed_precision is unset)
+            dtypes = {role: (cfg.actor_rollout_ref[role].fsdp_config.get("mixed_precision") or {})
+                      .get("param_dtype", "bf16") for role in ("actor", "ref")}
+            result[name] = [cfg.reward.reward_manager.name, dtypes]
         except Exception as e:
             result[name] = "ERROR " + str(e)[:500]
 print(json.dumps(result))
@@ -202,7 +206,13 @@ print(json.dumps(result))
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     result = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert result == {name: "CobaltRewardManager" for name in PROFILES}
+    assert {name: manager for name, (manager, _) in result.items()} == {
+        name: "CobaltRewardManager" for name in PROFILES
+    }
+    for name, (_, dtypes) in result.items():
+        # CPU runs in float32 (bfloat16 matmuls are ~35x slower without AVX512-BF16); GPU in bf16
+        expected = "fp32" if load_profile(name).env.get("VERL_PLATFORM") == "cpu" else "bf16"
+        assert dtypes == {"actor": expected, "ref": expected}, (name, dtypes)
 
 
 def test_scripts_pass_profile_and_overrides_through():

@@ -70,6 +70,8 @@ def format_value(value: Any) -> str:
         return "null"
     if isinstance(value, (list, tuple)):
         return "[" + ",".join(format_value(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ",".join(f"{k}:{format_value(v)}" for k, v in value.items()) + "}"
     if isinstance(value, float):
         return repr(value)
     return str(value)

@@ -1,0 +1,36 @@
+"""Helpers for tests that run real sandboxes: a backend's config (skipping where it cannot run)
+and the processes left by sandbox uids."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from cobalt.sandbox import SandboxConfig, default_config
+from cobalt.sandbox.runner import get_backend
+
+
+def backend_config(backend: str, **settings) -> SandboxConfig:
+    """The default config on ``backend`` with ``settings``; skips the test where it cannot run."""
+    config = dataclasses.replace(default_config(), backend=backend, **settings)
+    try:
+        get_backend(config)
+    except Exception as e:
+        pytest.skip(f"backend {backend} unavailable here: {e}")
+    return config
+
+
+def processes_of(uids) -> list[int]:
+    """Live processes of the given uids. Zombies are dead already (an orphan killed by the
+    launcher waits for the machine's init to reap it), so they do not count."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if entry.stat().st_uid in uids and "State:\tZ" not in (entry / "status").read_text():
+                    found.append(int(entry.name))
+            except OSError:
+                pass
+    return found
