@@ -24,28 +24,41 @@ log = logging.getLogger("cobalt.jsonl")
 
 def read_jsonl(path: str | os.PathLike, required: Iterable[str] = ()) -> Iterator[dict]:
     """Yield one dict per non-blank line. Raises DataError naming the file, line and field."""
+    for _, record in read_numbered_jsonl(path, required):
+        yield record
+
+
+def read_numbered_jsonl(path: str | os.PathLike, required: Iterable[str] = ()) -> Iterator[tuple[int, dict]]:
+    """Yield ``(line number, record)`` for each non-blank line (numbers count blank lines too)."""
     path = Path(path)
     if not path.is_file():
         raise DataError("file does not exist", path=path)
     required = tuple(required)
-    with path.open("r", encoding="utf-8") as f:
-        for lineno, line in enumerate(f, start=1):
-            if not line.strip():
-                continue
+    for lineno, line in _numbered_lines(path):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise DataError(f"invalid JSON ({e.msg} at column {e.colno})", path=path, line=lineno) from None
+        if not isinstance(record, dict):
+            raise DataError(f"expected a JSON object, got {type(record).__name__}", path=path, line=lineno)
+        for field in required:
+            if field not in record:
+                raise DataError("missing", path=path, line=lineno, field=field)
+        yield lineno, record
+
+
+def _numbered_lines(path: Path) -> Iterator[tuple[int, str]]:
+    """Each line decoded on its own, so a byte that is not UTF-8 is reported with its line."""
+    with path.open("rb") as f:
+        for lineno, raw in enumerate(f, start=1):
             try:
-                record = json.loads(line)
-            except json.JSONDecodeError as e:
+                yield lineno, raw.decode("utf-8")
+            except UnicodeDecodeError as e:
                 raise DataError(
-                    f"invalid JSON ({e.msg} at column {e.colno})", path=path, line=lineno
+                    f"not UTF-8 (byte 0x{raw[e.start]:02x} at column {e.start + 1})", path=path, line=lineno
                 ) from None
-            if not isinstance(record, dict):
-                raise DataError(
-                    f"expected a JSON object, got {type(record).__name__}", path=path, line=lineno
-                )
-            for field in required:
-                if field not in record:
-                    raise DataError("missing", path=path, line=lineno, field=field)
-            yield record
 
 
 def load_jsonl(path: str | os.PathLike, required: Iterable[str] = ()) -> list[dict]:
@@ -81,14 +94,14 @@ def done_ids(path: str | os.PathLike, key: Key = "id") -> set:
     if not path.exists():
         return set()
     ids = set()
-    with path.open("r", encoding="utf-8") as f:
+    with path.open("rb") as f:
         lines = f.readlines()
     for lineno, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         try:
             ids.add(record_key(json.loads(line), key))
-        except (json.JSONDecodeError, KeyError, TypeError):
+        except (ValueError, KeyError, TypeError):  # ValueError: bad JSON or not UTF-8
             if lineno == len(lines):
                 continue
             raise DataError(
