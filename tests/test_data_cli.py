@@ -212,3 +212,34 @@ def test_resume_names_a_non_utf8_line_but_forgives_a_torn_last_one(tmp_path):
         done_ids(path)
     path.write_bytes(b'{"id": 1}\n{"id": 4, "x": "\xe9')
     assert done_ids(path) == {1}
+
+
+def _serve_env(address: str | None) -> dict:
+    import os
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}
+    return env | ({"RAY_ADDRESS": address} if address else {})
+
+
+@pytest.mark.parametrize("address", ["nothing-listens", None])
+def test_evaluator_serve_without_a_cluster_stops_at_once_saying_what_to_start(tmp_path, address):
+    import time
+
+    from cobalt.serve.cluster import free_port
+
+    address = f"127.0.0.1:{free_port()}" if address else None
+    write_jsonl(tmp_path / "raw.jsonl", [{"id": 1}])
+    started = time.monotonic()
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "preproc/preproc_taco.py"), "--input_file", tmp_path / "raw.jsonl"]
+        + ["--output_dir", tmp_path / "out", "--evaluator", "serve"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=_serve_env(address),
+    )
+    assert time.monotonic() - started < 30
+    assert proc.returncode == 2, proc.stderr
+    assert "--evaluator serve:" in proc.stderr and "remote_reward_server.py" in proc.stderr
+    assert (address or "RAY_ADDRESS is not set") in proc.stderr and "Traceback" not in proc.stderr
+    assert not (tmp_path / "out").exists()
