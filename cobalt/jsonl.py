@@ -1,7 +1,8 @@
 """The one home for JSONL files: line-numbered reading, durable appends, resume, atomic writes.
 
 Output files are never overwritten or truncated by accident: whole-file writers go through
-:func:`atomic_output` (write a temporary file beside the target, then rename), and they refuse an
+:func:`atomic_output` (write a temporary file beside the target, then rename; one left by a killed
+writer is removed by the next writer of that target), and they refuse an
 existing target unless told ``overwrite=True``. Long runs append one record at a time with
 :func:`append_jsonl` (flushed and fsynced) and resume by skipping the ids in :func:`done_ids`.
 """
@@ -9,9 +10,11 @@ existing target unless told ``overwrite=True``. Long runs append one record at a
 from __future__ import annotations
 
 import contextlib
+import glob
 import json
 import logging
 import os
+import shutil
 import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -143,6 +146,38 @@ def _is_complete_record(line: bytes) -> bool:
         return False
 
 
+TEMP_SUFFIX = ".tmp"
+
+
+def temp_prefix(path: Path) -> str:
+    """Hidden temporaries beside ``path`` are named ``.<name>.<writer's pid>.<random>.tmp``, so a
+    later writer of the same path can tell one left by a killed process (SIGKILL skips cleanup)."""
+    return f".{path.name}.{os.getpid()}."
+
+
+def remove_stale_temps(path: Path) -> None:
+    """Remove the temporaries (files or directories) of ``path`` whose writer is no longer alive."""
+    prefix = f".{path.name}."
+    for entry in path.parent.glob(f"{glob.escape(prefix)}*{TEMP_SUFFIX}"):
+        pid = entry.name[len(prefix) :].split(".", 1)[0]
+        if pid.isdigit() and not _alive(int(pid)):
+            log.warning("removing %s, left by a writer that died (pid %s)", entry, pid)
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry, ignore_errors=True)
+            else:
+                entry.unlink(missing_ok=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # alive, someone else's
+        pass
+    return True
+
+
 @contextlib.contextmanager
 def atomic_output(path: str | os.PathLike, overwrite: bool = False) -> Iterator[Path]:
     """Yield a temporary path beside ``path``; on success rename it over ``path``.
@@ -154,7 +189,8 @@ def atomic_output(path: str | os.PathLike, overwrite: bool = False) -> Iterator[
     if path.exists() and not overwrite:
         raise FileExistsError(f"{path} already exists; pass --overwrite to replace it")
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    remove_stale_temps(path)
+    fd, tmp = tempfile.mkstemp(prefix=temp_prefix(path), suffix=TEMP_SUFFIX, dir=path.parent)
     os.fchmod(fd, 0o666 & ~_umask())  # mkstemp makes it private; the output gets the usual mode
     os.close(fd)
     try:
