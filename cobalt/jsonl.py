@@ -1,7 +1,8 @@
 """The one home for JSONL files: line-numbered reading, durable appends, resume, atomic writes.
 
 Output files are never overwritten or truncated by accident: whole-file writers go through
-:func:`atomic_output` (write a temporary file beside the target, then rename), and they refuse an
+:func:`atomic_output` (write a temporary file beside the target, then rename; one left by a killed
+writer is removed by the next writer of that target), and they refuse an
 existing target unless told ``overwrite=True``. Long runs append one record at a time with
 :func:`append_jsonl` (flushed and fsynced) and resume by skipping the ids in :func:`done_ids`.
 """
@@ -9,9 +10,11 @@ existing target unless told ``overwrite=True``. Long runs append one record at a
 from __future__ import annotations
 
 import contextlib
+import glob
 import json
 import logging
 import os
+import shutil
 import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -24,28 +27,41 @@ log = logging.getLogger("cobalt.jsonl")
 
 def read_jsonl(path: str | os.PathLike, required: Iterable[str] = ()) -> Iterator[dict]:
     """Yield one dict per non-blank line. Raises DataError naming the file, line and field."""
+    for _, record in read_numbered_jsonl(path, required):
+        yield record
+
+
+def read_numbered_jsonl(path: str | os.PathLike, required: Iterable[str] = ()) -> Iterator[tuple[int, dict]]:
+    """Yield ``(line number, record)`` for each non-blank line (numbers count blank lines too)."""
     path = Path(path)
     if not path.is_file():
         raise DataError("file does not exist", path=path)
     required = tuple(required)
-    with path.open("r", encoding="utf-8") as f:
-        for lineno, line in enumerate(f, start=1):
-            if not line.strip():
-                continue
+    for lineno, line in _numbered_lines(path):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise DataError(f"invalid JSON ({e.msg} at column {e.colno})", path=path, line=lineno) from None
+        if not isinstance(record, dict):
+            raise DataError(f"expected a JSON object, got {type(record).__name__}", path=path, line=lineno)
+        for field in required:
+            if field not in record:
+                raise DataError("missing", path=path, line=lineno, field=field)
+        yield lineno, record
+
+
+def _numbered_lines(path: Path) -> Iterator[tuple[int, str]]:
+    """Each line decoded on its own, so a byte that is not UTF-8 is reported with its line."""
+    with path.open("rb") as f:
+        for lineno, raw in enumerate(f, start=1):
             try:
-                record = json.loads(line)
-            except json.JSONDecodeError as e:
+                yield lineno, raw.decode("utf-8")
+            except UnicodeDecodeError as e:
                 raise DataError(
-                    f"invalid JSON ({e.msg} at column {e.colno})", path=path, line=lineno
+                    f"not UTF-8 (byte 0x{raw[e.start]:02x} at column {e.start + 1})", path=path, line=lineno
                 ) from None
-            if not isinstance(record, dict):
-                raise DataError(
-                    f"expected a JSON object, got {type(record).__name__}", path=path, line=lineno
-                )
-            for field in required:
-                if field not in record:
-                    raise DataError("missing", path=path, line=lineno, field=field)
-            yield record
 
 
 def load_jsonl(path: str | os.PathLike, required: Iterable[str] = ()) -> list[dict]:
@@ -81,14 +97,14 @@ def done_ids(path: str | os.PathLike, key: Key = "id") -> set:
     if not path.exists():
         return set()
     ids = set()
-    with path.open("r", encoding="utf-8") as f:
+    with path.open("rb") as f:
         lines = f.readlines()
     for lineno, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         try:
             ids.add(record_key(json.loads(line), key))
-        except (json.JSONDecodeError, KeyError, TypeError):
+        except (ValueError, KeyError, TypeError):  # ValueError: bad JSON or not UTF-8
             if lineno == len(lines):
                 continue
             raise DataError(
@@ -130,6 +146,38 @@ def _is_complete_record(line: bytes) -> bool:
         return False
 
 
+TEMP_SUFFIX = ".tmp"
+
+
+def temp_prefix(path: Path) -> str:
+    """Hidden temporaries beside ``path`` are named ``.<name>.<writer's pid>.<random>.tmp``, so a
+    later writer of the same path can tell one left by a killed process (SIGKILL skips cleanup)."""
+    return f".{path.name}.{os.getpid()}."
+
+
+def remove_stale_temps(path: Path) -> None:
+    """Remove the temporaries (files or directories) of ``path`` whose writer is no longer alive."""
+    prefix = f".{path.name}."
+    for entry in path.parent.glob(f"{glob.escape(prefix)}*{TEMP_SUFFIX}"):
+        pid = entry.name[len(prefix) :].split(".", 1)[0]
+        if pid.isdigit() and not _alive(int(pid)):
+            log.warning("removing %s, left by a writer that died (pid %s)", entry, pid)
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry, ignore_errors=True)
+            else:
+                entry.unlink(missing_ok=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # alive, someone else's
+        pass
+    return True
+
+
 @contextlib.contextmanager
 def atomic_output(path: str | os.PathLike, overwrite: bool = False) -> Iterator[Path]:
     """Yield a temporary path beside ``path``; on success rename it over ``path``.
@@ -141,7 +189,8 @@ def atomic_output(path: str | os.PathLike, overwrite: bool = False) -> Iterator[
     if path.exists() and not overwrite:
         raise FileExistsError(f"{path} already exists; pass --overwrite to replace it")
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    remove_stale_temps(path)
+    fd, tmp = tempfile.mkstemp(prefix=temp_prefix(path), suffix=TEMP_SUFFIX, dir=path.parent)
     os.fchmod(fd, 0o666 & ~_umask())  # mkstemp makes it private; the output gets the usual mode
     os.close(fd)
     try:

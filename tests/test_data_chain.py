@@ -107,3 +107,47 @@ def test_taco_cli_on_the_embedded_raw_file(tmp_path):
     train = load_jsonl(tmp_path / "out/taco_verified_filtered_train.jsonl")
     dev = load_jsonl(tmp_path / "out/taco_verified_filtered_dev.jsonl")
     assert len(train) + len(dev) == n and len(dev) == round(n * 0.1)
+
+
+def test_an_interrupted_demo_build_finishes_on_a_rerun_of_the_same_command(tmp_path, tiny_tokenizer_dir):
+    import os
+
+    out = tmp_path / "demo"
+    cmd = ["bash", str(ROOT / "scripts/build_demo_data.sh"), "--out", out, "--model_name", tiny_tokenizer_dir]
+    cmd += ["--limit", "4", "--num_samples", "2", "--num_turns", "1", "--dev_ratio", "0.5"]
+    env = dict(os.environ, PYTHON=sys.executable)
+
+    def build():
+        proc = subprocess.run(list(map(str, cmd)), capture_output=True, text=True, env=env, timeout=300)
+        assert proc.returncode == 0, proc.stderr
+        return proc.stdout
+
+    build()
+    single_test = out / "single_turn/test.parquet"
+    finished = single_test.read_bytes()
+    trajectories = (out / "trajectories/train.jsonl").stat().st_mtime_ns
+    single_test.unlink()  # killed during the last stage (outputs are written atomically)
+    assert "redid single_turn" in build()
+    assert single_test.read_bytes() == finished
+    assert (out / "trajectories/train.jsonl").stat().st_mtime_ns == trajectories  # not redone
+    assert "already complete" in build()
+    assert single_test.read_bytes() == finished
+
+
+def test_a_demo_rerun_keeps_changed_outputs_and_refuses_other_settings(demo, tiny_tokenizer_dir, capsys):
+    out, counts = demo
+    bandit_test = out / "bandit/test.jsonl"
+    original = bandit_test.read_text()
+    bandit_test.write_text(original.splitlines()[0] + "\n")  # a finished output edited by hand
+    again = build_demo(
+        out,
+        model_name=tiny_tokenizer_dir,
+        limit=LIMIT,
+        dev_ratio=0.25,
+        synthetic=SyntheticOptions(num_samples=16, num_turns=2, seed=3),
+    )
+    assert "kept as" in capsys.readouterr().out and again == counts
+    assert (out / "bandit/test.jsonl.changed").read_text() == original.splitlines()[0] + "\n"
+    assert bandit_test.read_text() == original
+    with pytest.raises(FileExistsError, match="other settings"):
+        build_demo(out, model_name=tiny_tokenizer_dir, limit=LIMIT)

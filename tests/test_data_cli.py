@@ -175,3 +175,71 @@ def test_out_of_range_flags_are_refused_by_the_parser(argv, message):
     root = Path(__file__).resolve().parents[1]
     proc = subprocess.run([sys.executable, str(root / argv[0]), *argv[1:]], capture_output=True, text=True)
     assert proc.returncode == 2 and message in proc.stderr
+
+
+def _non_utf8_file(path: Path) -> Path:
+    """A JSONL file whose second line (after a blank one) holds a byte that is not UTF-8."""
+    path.write_bytes(b'\n{"id": 2, "question": "caf\xe9"}\n')
+    return path
+
+
+@pytest.mark.parametrize(
+    "script, args",
+    [
+        ("preproc_taco", ["--input_file", "{bad}", "--output_dir", "{tmp}/out", "--evaluator", "none"]),
+        ("preproc_lcb_test6", ["--input_file", "{bad}", "--output_file", "{tmp}/o.jsonl"]),
+        ("run_perturbation", ["-i", "{bad}", "-o", "{tmp}/o.jsonl"]),
+        ("process_multi_turn_taco", ["-i", "{bad}", "-o", "{tmp}/o.jsonl", "--model_name", "{tok}"]),
+        ("verl_preproc_single_turn", ["--local_dir", "{tmp}/o", "--train_data_file", "{bad}"]),
+        ("verl_preproc_multi_turn", ["--local_dir", "{tmp}/o", "--train_data_file", "{bad}"]),
+    ],
+)
+def test_a_byte_that_is_not_utf8_is_named_with_its_line(tmp_path, tiny_tokenizer_dir, script, args):
+    bad = _non_utf8_file(tmp_path / "bad.jsonl")
+    argv = [a.format(bad=bad, tmp=tmp_path, tok=tiny_tokenizer_dir) for a in args]
+    proc = run(script, *argv)
+    assert proc.returncode == 2, proc.stderr
+    assert f"{bad}:2: not UTF-8 (byte 0xe9" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_resume_names_a_non_utf8_line_but_forgives_a_torn_last_one(tmp_path):
+    from cobalt.errors import DataError
+    from cobalt.jsonl import done_ids
+
+    path = tmp_path / "out.jsonl"
+    path.write_bytes(b'{"id": 1}\n{"id": 2, "x": "\xe9"}\n{"id": 3}\n{"id": 4, "x": "\xe9')
+    with pytest.raises(DataError, match=r"out\.jsonl:2"):
+        done_ids(path)
+    path.write_bytes(b'{"id": 1}\n{"id": 4, "x": "\xe9')
+    assert done_ids(path) == {1}
+
+
+def _serve_env(address: str | None) -> dict:
+    import os
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}
+    return env | ({"RAY_ADDRESS": address} if address else {})
+
+
+@pytest.mark.parametrize("address", ["nothing-listens", None])
+def test_evaluator_serve_without_a_cluster_stops_at_once_saying_what_to_start(tmp_path, address):
+    import time
+
+    from cobalt.serve.cluster import free_port
+
+    address = f"127.0.0.1:{free_port()}" if address else None
+    write_jsonl(tmp_path / "raw.jsonl", [{"id": 1}])
+    started = time.monotonic()
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "preproc/preproc_taco.py"), "--input_file", tmp_path / "raw.jsonl"]
+        + ["--output_dir", tmp_path / "out", "--evaluator", "serve"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=_serve_env(address),
+    )
+    assert time.monotonic() - started < 30
+    assert proc.returncode == 2, proc.stderr
+    assert "--evaluator serve:" in proc.stderr and "remote_reward_server.py" in proc.stderr
+    assert (address or "RAY_ADDRESS is not set") in proc.stderr and "Traceback" not in proc.stderr
+    assert not (tmp_path / "out").exists()

@@ -54,3 +54,44 @@ def test_a_zip_bomb_is_refused_before_it_is_inflated():
     with pytest.raises(DataError, match="inflates to more than 1 MiB"):
         inflate(bomb, limit=1 << 20)
     assert inflate(zlib.compress(b"abc"), limit=1 << 20) == b"abc"
+
+
+def test_a_temp_file_left_by_a_killed_writer_is_removed_by_the_next_writer(tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from cobalt.jsonl import write_jsonl
+
+    out = tmp_path / "out.jsonl"
+    writer = (
+        "import sys, time\n"
+        "from cobalt.jsonl import write_jsonl\n"
+        "def records():\n"
+        "    yield {'id': 1}\n"
+        "    print('writing', flush=True)\n"
+        "    time.sleep(60)\n"
+        f"write_jsonl({str(out)!r}, records())\n"
+    )
+    child = subprocess.Popen(
+        [sys.executable, "-c", writer],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)),
+    )
+    assert child.stdout.readline() == "writing\n"
+    child.send_signal(signal.SIGKILL)
+    child.wait()
+    left = [p.name for p in tmp_path.iterdir()]
+    assert len(left) == 1 and left[0].startswith(f".out.jsonl.{child.pid}.") and not out.exists()
+
+    mine = tmp_path / f".out.jsonl.{os.getpid()}.inflight.tmp"  # a live writer's: not touched
+    other = tmp_path / f".other.jsonl.{child.pid}.x.tmp"  # another output's: not touched
+    stale_dir = tmp_path / f".out.jsonl.{child.pid}.export.tmp"  # a directory temp (model export)
+    for path in (mine, other):
+        path.write_text("partial")
+    stale_dir.mkdir()
+    (stale_dir / "model.safetensors").write_text("partial")
+    write_jsonl(out, [{"id": 2}])
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([out.name, mine.name, other.name])

@@ -116,6 +116,50 @@ def test_evaluator_error_or_timeout_counts_as_one_failing_test():
     assert timed_out["pass_rate"] == 0.0 and "exceeded" in timed_out["evaluator_error"]
 
 
+@pytest.mark.parametrize(
+    "ground_truth",
+    [None, {}, json.dumps({"inputs": [], "outputs": []}), '{"inputs": ["1"', [["1"], ["2"]]],
+    ids=["None", "empty-object", "empty-lists", "bad-json", "a-list"],
+)
+def test_a_broken_ground_truth_is_an_evaluation_failure_not_a_wrong_program(ground_truth, caplog):
+    evaluator = FixedEvaluator([False])
+    with caplog.at_level("WARNING", logger="cobalt.reward"):
+        result = asyncio.run(score_details("d", response(), ground_truth, {}, evaluator=evaluator))
+    assert result["evaluator_error"] and "broken ground truth" in result["evaluator_error"]
+    assert "broken ground truth" in caplog.text and evaluator.calls == []
+    assert result["pass_rate"] == 0.0 and result["has_code"]
+
+
+@pytest.mark.parametrize(
+    "solution, extra, error, message",
+    [
+        (None, {}, TypeError, "solution_str must be a string, got NoneType"),
+        (b"bytes", {}, TypeError, "solution_str must be a string, got bytes"),
+        (
+            response(),
+            {"prev_best_pass_rate": "0.5"},
+            TypeError,
+            "prev_best_pass_rate must be a number, got str",
+        ),
+        (
+            response(),
+            {"prev_best_pass_rate": [0.5]},
+            TypeError,
+            "prev_best_pass_rate must be a number, got list",
+        ),
+        (response(), {"prev_best_pass_rate": 1.5}, ValueError, "prev_best_pass_rate must be between 0 and 1"),
+    ],
+)
+def test_bad_arguments_name_the_field_and_the_type(solution, extra, error, message):
+    with pytest.raises(error, match=message):
+        asyncio.run(score_details("d", solution, GROUND_TRUTH, extra, evaluator=FixedEvaluator([True])))
+
+
+def test_prev_best_may_be_missing_none_or_an_integer():
+    assert details([True, False], {"prev_best_pass_rate": None})["score"] == details([True, False])["score"]
+    assert details([True, False], {"prev_best_pass_rate": 0})["improvement"] == 0.0
+
+
 def test_score_is_clipped_to_minus_one():
     looping = "abcdefghijklmnopqrstuvwxyz0123456789" * 10
     text = f"{looping}\n</think>\n```python\nprint(1)\n```"

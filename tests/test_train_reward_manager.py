@@ -233,3 +233,26 @@ def test_training_step_metrics_average_the_reward_extras():
     assert metrics["reward/pass_rate/mean"] == 0.5 and metrics["reward/acc/mean"] == 0.0
     assert metrics["reward/format_penalized/mean"] == 0.5
     assert metrics["reward/evaluator_failure/count"] == 1.0
+
+
+def test_a_broken_ground_truth_is_counted_as_an_evaluator_failure():
+    import functools
+
+    from cobalt.reward import score_details
+
+    class PassesAll:  # stands in for the evaluator around the real reward
+        calls = 0
+
+        async def evaluate(self, code, test_cases):
+            self.calls += 1
+            return {"passing": [True], "feedback": [""]}
+
+    evaluator = PassesAll()
+    batch = make_batch([2, 2, 2])
+    batch.non_tensor_batch["reward_model"][1] = {"style": "rule", "ground_truth": "{}"}
+    batch.non_tensor_batch["reward_model"][2] = {"style": "rule", "ground_truth": None}
+    manager = make_manager(functools.partial(score_details, evaluator=evaluator))
+    manager.tokenizer.decode = lambda ids, skip_special_tokens: "ok</think>\n```python\nprint(1)\n```\n"
+    _, extras = score(manager, batch)
+    assert extras["evaluator_failure"] == [0.0, 1.0, 1.0] and evaluator.calls == 1
+    assert extras["acc"][0] > 0.9 and extras["pass_rate"] == [1.0, 0.0, 0.0]

@@ -29,12 +29,36 @@ def add_evaluator(parser: argparse.ArgumentParser, allow_none: bool = False) -> 
     )
 
 
+SERVE_HINT = (
+    "start the evaluator first with `python remote_reward_server.py` and export the RAY_ADDRESS "
+    "(and RAY_AUTH_*) variables it prints, or use --evaluator local"
+)
+
+
 def make_evaluator(kind: str):
     if kind == "none":
         return None
     from cobalt.serve.client import get_evaluator
 
+    if kind == "serve":
+        join_evaluator_cluster()
     return get_evaluator(kind)
+
+
+def join_evaluator_cluster() -> None:
+    """Connect to ``$RAY_ADDRESS``, failing within seconds when nothing answers there (``ray.init``
+    would retry for minutes, deaf to SIGTERM). No guessing: another user's cluster on this machine
+    is never joined by accident."""
+    from cobalt.serve import cluster
+
+    address = os.environ.get("RAY_ADDRESS")
+    if not address:
+        raise ConfigError(f"--evaluator serve: RAY_ADDRESS is not set; {SERVE_HINT}")
+    os.environ.update(cluster.join_env(address))
+    try:
+        cluster.connect(address)
+    except ConnectionError as e:
+        raise ConfigError(f"--evaluator serve: {str(e).split(';')[0]}; {SERVE_HINT}") from None
 
 
 def refuse_existing(paths, overwrite: bool) -> None:

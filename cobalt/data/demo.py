@@ -12,6 +12,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
+import functools
+import hashlib
+import itertools
+import json
 from pathlib import Path
 
 from cobalt.argtypes import fraction, positive_int
@@ -20,7 +25,7 @@ from cobalt.data.sources import iter_local
 from cobalt.data.synthetic import SyntheticOptions, generate
 from cobalt.data.tokens import build_tiny_tokenizer, load_tokenizer, prompt_token_counter
 from cobalt.data.verl_rows import convert
-from cobalt.jsonl import write_jsonl
+from cobalt.jsonl import atomic_output, load_jsonl, write_jsonl
 
 FILES = {
     "problems_train": "problems/train.jsonl",
@@ -47,6 +52,89 @@ def embedded_raw(out: Path, limit: int | None) -> tuple[Path, dict]:
     return path, programs
 
 
+# The stages in order, each with the FILES it writes. A re-run skips the finished ones and redoes
+# the first unfinished stage and everything after it.
+STAGES = {
+    "problems": ("problems_train", "problems_dev"),
+    "trajectories": ("traj_train", "traj_dev"),
+    "bandit": ("bandit_train", "bandit_test"),
+    "parquet": ("train", "test"),
+    "single_turn": ("single_train", "single_test"),
+}
+STATE_FILE = "build_state.json"
+
+
+class BuildState:
+    """``OUT/build_state.json``: the settings of the job that owns ``OUT`` and, per finished stage,
+    its row counts and each output's size and sha256.
+
+    It is what makes a re-run of the same command safe: outputs of unfinished stages were written
+    by this job (the first run refused a directory holding any of them) and are redone; finished
+    outputs are kept; a finished output that changed since is moved aside, never overwritten.
+    """
+
+    def __init__(self, out: Path, settings: dict, overwrite: bool):
+        self.path, self.out = out / STATE_FILE, out
+        self.settings = json.loads(json.dumps(settings))  # as it reads back from the file
+        self.stages: dict[str, dict] = {}
+        paths = [out / f for f in FILES.values()]
+        if overwrite:
+            return
+        if not self.path.exists():
+            cli.refuse_existing(paths, overwrite)  # not ours: another job's or the user's files
+            return
+        state = json.loads(self.path.read_text(encoding="utf-8"))
+        if state.get("settings") != settings:
+            raise FileExistsError(
+                f"{out} holds a build with other settings ({state.get('settings')}); "
+                "pass --overwrite to rebuild it, or choose another --out"
+            )
+        self.stages = state.get("stages", {})
+
+    def is_done(self, stage: str) -> bool:
+        record = self.stages.get(stage)
+        return record is not None and all(
+            _fingerprint(self.out / name) == recorded for name, recorded in record["files"].items()
+        )
+
+    def begin(self, stage: str) -> None:
+        """Forget ``stage``; a finished output of it that changed since is moved aside."""
+        record = self.stages.pop(stage, None) or {"files": {}}
+        for name, recorded in record["files"].items():
+            path = self.out / name
+            if path.exists() and _fingerprint(path) != recorded:
+                kept = _free_name(path)
+                path.rename(kept)
+                print(f"{path} changed since this build wrote it; kept as {kept}, rebuilding it")
+        self._save()
+
+    def finish(self, stage: str, counts: dict) -> None:
+        files = {FILES[key]: _fingerprint(self.out / FILES[key]) for key in STAGES[stage]}
+        self.stages[stage] = {"files": files, "counts": counts}
+        self._save()
+
+    def counts(self) -> dict:
+        return {
+            k: v for stage in STAGES if stage in self.stages for k, v in self.stages[stage]["counts"].items()
+        }
+
+    def _save(self) -> None:
+        state = {"settings": self.settings, "stages": self.stages}
+        with atomic_output(self.path, overwrite=True) as tmp:
+            tmp.write_text(json.dumps(state, indent=1) + "\n", encoding="utf-8")
+
+
+def _fingerprint(path: Path) -> dict | None:
+    if not path.is_file():
+        return None
+    return {"size": path.stat().st_size, "sha256": hashlib.sha256(path.read_bytes()).hexdigest()}
+
+
+def _free_name(path: Path) -> Path:
+    candidates = (path.with_name(f"{path.name}.changed{f'.{i}' if i else ''}") for i in itertools.count())
+    return next(c for c in candidates if not c.exists())
+
+
 def build_demo(
     out,
     *,
@@ -58,46 +146,91 @@ def build_demo(
     overwrite: bool = False,
     synthetic: SyntheticOptions | None = None,
 ) -> dict:
+    """Build (or finish building) the demo data in ``out``; returns the row counts."""
     out = Path(out)
-    paths = {k: out / v for k, v in FILES.items()}
-    cli.refuse_existing(paths.values(), overwrite)
-    evaluator = cli.make_evaluator(evaluator_kind)
-    raw_path, programs = embedded_raw(out, limit)
-    _, train, dev, summary = taco.preprocess_taco(
-        iter_local(raw_path), evaluator=evaluator, seed=seed, dev_ratio=dev_ratio, path=raw_path
-    )
-    print("\n".join(summary.lines()))
-    write_jsonl(paths["problems_train"], train, overwrite=True)
-    write_jsonl(paths["problems_dev"], dev, overwrite=True)
-
     synthetic = synthetic or SyntheticOptions(seed=seed)
-    for split, problems in (("train", train), ("dev", dev)):
-        records = asyncio.run(generate(problems, programs, evaluator, synthetic))
-        write_jsonl(paths[f"traj_{split}"], records, overwrite=True)
+    settings = {
+        "model_name": str(model_name) if model_name else None,
+        "limit": limit,
+        "seed": seed,
+        "dev_ratio": dev_ratio,
+        "synthetic": dataclasses.asdict(synthetic),
+    }
+    state = BuildState(out, settings, overwrite)
+    job = _DemoJob(out, model_name, evaluator_kind, limit, seed, dev_ratio, synthetic)
+    pending = [stage for stage in STAGES if not state.is_done(stage)]
+    if pending:
+        pending = list(STAGES)[list(STAGES).index(pending[0]) :]  # later stages read earlier ones
+    for stage in STAGES:
+        if stage in pending:
+            state.begin(stage)
+            state.finish(stage, getattr(job, stage)())
+    if not pending:
+        print(f"{out} is already complete (built with these settings); nothing to do")
+    elif len(pending) < len(STAGES):
+        print(f"resumed the build in {out}: redid {', '.join(pending)}")
+    return state.counts()
 
-    if model_name is None:
-        model_name = build_tiny_tokenizer(out / "tokenizer")
-    count_tokens = prompt_token_counter(load_tokenizer(model_name))
-    counts = {}
-    for split, name, is_test in (("train", "bandit_train", False), ("dev", "bandit_test", True)):
-        records = [r for _, r in bandit_records(paths[f"traj_{split}"])]
-        prompts, c = bandit.build_bandit_prompts(records, count_tokens, bandit.BanditOptions(is_test=is_test))
-        print(f"[{split}] " + "; ".join(c.lines()))
-        write_jsonl(paths[name], prompts, overwrite=True)
-        counts[name] = len(prompts)
 
-    counts.update(
-        convert(paths["bandit_train"], paths["bandit_test"], out, multi_turn=True, overwrite=overwrite)
-    )
-    single = convert(
-        paths["problems_train"],
-        paths["problems_dev"],
-        out / "single_turn",
-        multi_turn=False,
-        overwrite=overwrite,
-    )
-    counts.update({f"single_{k}": v for k, v in single.items()})
-    return counts
+class _DemoJob:
+    """The stages of :func:`build_demo`; each reads what earlier stages wrote, returns row counts."""
+
+    def __init__(self, out: Path, model_name, evaluator_kind, limit, seed, dev_ratio, synthetic):
+        self.out, self.model_name, self.limit = out, model_name, limit
+        self.seed, self.dev_ratio, self.synthetic = seed, dev_ratio, synthetic
+        self.evaluator_kind = evaluator_kind
+        self.paths = {k: out / v for k, v in FILES.items()}
+
+    @functools.cached_property
+    def evaluator(self):
+        return cli.make_evaluator(self.evaluator_kind)
+
+    @functools.cached_property
+    def raw(self) -> tuple[Path, dict]:
+        return embedded_raw(self.out, self.limit)
+
+    def problems(self) -> dict:
+        raw_path, _ = self.raw
+        _, train, dev, summary = taco.preprocess_taco(
+            iter_local(raw_path),
+            evaluator=self.evaluator,
+            seed=self.seed,
+            dev_ratio=self.dev_ratio,
+            path=raw_path,
+        )
+        print("\n".join(summary.lines()))
+        write_jsonl(self.paths["problems_train"], train, overwrite=True)
+        write_jsonl(self.paths["problems_dev"], dev, overwrite=True)
+        return {}
+
+    def trajectories(self) -> dict:
+        _, programs = self.raw
+        for split in ("train", "dev"):
+            problems = load_jsonl(self.paths[f"problems_{split}"])
+            records = asyncio.run(generate(problems, programs, self.evaluator, self.synthetic))
+            write_jsonl(self.paths[f"traj_{split}"], records, overwrite=True)
+        return {}
+
+    def bandit(self) -> dict:
+        model_name = self.model_name or build_tiny_tokenizer(self.out / "tokenizer")
+        count_tokens = prompt_token_counter(load_tokenizer(model_name))
+        counts = {}
+        for split, name, is_test in (("train", "bandit_train", False), ("dev", "bandit_test", True)):
+            records = [r for _, r in bandit_records(self.paths[f"traj_{split}"])]
+            opts = bandit.BanditOptions(is_test=is_test)
+            prompts, c = bandit.build_bandit_prompts(records, count_tokens, opts)
+            print(f"[{split}] " + "; ".join(c.lines()))
+            write_jsonl(self.paths[name], prompts, overwrite=True)
+            counts[name] = len(prompts)
+        return counts
+
+    def parquet(self) -> dict:
+        return convert(self.paths["bandit_train"], self.paths["bandit_test"], self.out, True, overwrite=True)
+
+    def single_turn(self) -> dict:
+        problems = (self.paths["problems_train"], self.paths["problems_dev"])
+        counts = convert(*problems, self.out / "single_turn", multi_turn=False, overwrite=True)
+        return {f"single_{k}": v for k, v in counts.items()}
 
 
 def bandit_records(path):

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from cobalt.errors import DataError
-from cobalt.jsonl import read_jsonl
+from cobalt.jsonl import read_numbered_jsonl
 
 LOCAL_SUFFIXES = (".jsonl", ".json", ".parquet")
 
@@ -40,15 +40,7 @@ def iter_local(path: str | os.PathLike, required: Iterable[str] = ()) -> Iterato
     if path.suffix == ".parquet":
         yield from _iter_parquet(path, tuple(required))
     else:
-        # read_jsonl skips blank lines, so recover line numbers by reading them alongside.
-        yield from _numbered(path, read_jsonl(path, tuple(required)))
-
-
-def _numbered(path: Path, records: Iterator[dict]) -> Iterator[tuple[int, dict]]:
-    with path.open("r", encoding="utf-8") as f:
-        numbers = (n for n, text in enumerate(f, start=1) if text.strip())
-        for record in records:
-            yield next(numbers), record
+        yield from read_numbered_jsonl(path, tuple(required))
 
 
 def _iter_parquet(path: Path, required: tuple) -> Iterator[tuple[int, dict]]:

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import numbers
 
-from cobalt.data.testcases import failure_result, pass_rate
+from cobalt.data.testcases import failure_result, parse_test_cases, pass_rate
+from cobalt.errors import DataError
 from cobalt.extract import extract_code
 from cobalt.reward.config import RewardConfig, reward_config
 from cobalt.reward.format import format_reward
@@ -54,6 +56,29 @@ async def run_tests(
     return failure_result(error), error
 
 
+def ground_truth_problem(ground_truth) -> str | None:
+    """Why ``ground_truth`` cannot be a test-case set (the evaluator's own check), or None."""
+    try:
+        parse_test_cases(ground_truth, field="ground_truth")
+    except DataError as e:
+        return f"broken ground truth: {e}"
+    return None
+
+
+def prev_best_pass_rate(extra_info: dict) -> float:
+    """``extra_info.prev_best_pass_rate`` (missing or None: 0), checked to be a rate."""
+    value = extra_info.get("prev_best_pass_rate")
+    if value is None:
+        return 0.0
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(
+            f"extra_info.prev_best_pass_rate must be a number, got {type(value).__name__} {value!r:.80}"
+        )
+    if not 0 <= value <= 1:
+        raise ValueError(f"extra_info.prev_best_pass_rate must be between 0 and 1, got {value!r}")
+    return float(value)
+
+
 async def score_details(
     data_source,
     solution_str: str,
@@ -65,8 +90,11 @@ async def score_details(
 ) -> dict:
     """The reward and its parts: ``score``, ``pass_rate``, ``correctness``, ``improvement``,
     ``format_reward``, ``has_code``, ``evaluator_error`` (None or the reason)."""
+    if not isinstance(solution_str, str):
+        raise TypeError(f"solution_str must be a string, got {type(solution_str).__name__}")
     cfg = config or reward_config()
     extra = dict(extra_info or {})
+    prev_best = prev_best_pass_rate(extra)
     is_val = bool(extra.get("is_val", False))
     details = {
         "pass_rate": 0.0,
@@ -79,10 +107,14 @@ async def score_details(
     code = extract_code(solution_str)
     if code is None:
         return {**details, "score": 0.0 if is_val else -1.0}
-    result, error = await run_tests(code, ground_truth, evaluator or default_evaluator(cfg), cfg)
+    error = ground_truth_problem(ground_truth)
+    if error:  # a data bug, not a wrong program: reported as an evaluation failure
+        log.warning("%s (data source %s); scored as an evaluation failure", error, data_source)
+        result = failure_result(error)
+    else:
+        result, error = await run_tests(code, ground_truth, evaluator or default_evaluator(cfg), cfg)
     rate = pass_rate(result)
     correctness = correctness_reward(rate, cfg)
-    prev_best = float(extra.get("prev_best_pass_rate") or 0.0)
     reward = with_improvement(correctness, rate, prev_best, cfg)
     details.update(
         pass_rate=rate,

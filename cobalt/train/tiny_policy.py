@@ -27,6 +27,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from cobalt.jsonl import TEMP_SUFFIX, remove_stale_temps, temp_prefix
 from cobalt.train.sft import SFTOptions, fine_tune, prompt_ids
 
 CHAT_TEMPLATE = (
@@ -222,7 +223,8 @@ def export_smollm2(out: str | Path) -> Path:
     model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
     model.load_state_dict(loaded.state_dict(), strict=True)
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    remove_stale_temps(out)
+    tmp = Path(tempfile.mkdtemp(prefix=temp_prefix(out), suffix=TEMP_SUFFIX, dir=out.parent))
     umask = os.umask(0)
     os.umask(umask)
     tmp.chmod(0o777 & ~umask)  # mkdtemp makes it private; the export is an ordinary directory
