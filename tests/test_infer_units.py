@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import logging
 import math
 
 import pytest
@@ -197,6 +198,7 @@ def test_engine_errors_transient_ones_are_retried_and_context_overflow_says_what
     from cobalt.infer.llm import ChatModel, EngineError
 
     model = ChatModel("openai/m", "http://127.0.0.1:9/v1", backoff_s=0.0)
+    assert logging.getLogger("LiteLLM").level == logging.WARNING  # no log line per request
     calls = []
 
     async def overflow(**kwargs):

@@ -135,7 +135,6 @@ def run_job(args, records: list[dict], make_step, desc: str) -> dict:
 def main_guard(body) -> None:
     """Run a command body: clear one-line errors, status 2 for bad input, 1 for failures."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    logging.getLogger("LiteLLM").setLevel(logging.WARNING)
     signal.signal(signal.SIGTERM, _interrupt)  # so `finally` blocks stop what the job started
     started = time.monotonic()
     try:

@@ -60,6 +60,7 @@ def _litellm():
     import litellm
 
     litellm.suppress_debug_info = True
+    logging.getLogger("LiteLLM").setLevel(logging.WARNING)  # else one INFO line per request
     litellm.drop_params = True  # providers that lack a parameter (top_p, n ...) ignore it
     return litellm
 
