@@ -105,10 +105,13 @@ def test_late_replica_warnings_are_digested():
     for _ in range(100):
         logger.warning("Failed to get queue length from %s within 0.1s.", "Replica(id='x')")
     logger.warning("something else")
+    for _ in range(3):  # another kind: digested on its own
+        logger.warning("Failed to fetch queue length for Replica(id='x'): 'The actor died'")
     time.sleep(0.25)
     logger.warning("Failed to get queue length from %s within 0.1s.", "Replica(id='y')")
     assert seen == [
         "Failed to get queue length from Replica(id='x') within 0.1s.",
         "something else",
+        "Failed to fetch queue length for Replica(id='x'): 'The actor died'",
         "Failed to get queue length from Replica(id='y') within 0.1s. [99 more like this in the last 0.2 s]",
     ]

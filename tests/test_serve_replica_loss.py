@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import shutil
 import tempfile
@@ -45,14 +46,14 @@ def app(request, ray_cluster, tmp_path):
     shutil.rmtree(scratch, ignore_errors=True)
 
 
-def replica_actors(app_name: str) -> list:
+def replica_names(app_name: str) -> set[str]:
     import ray
 
-    return [
-        ray.get_actor(actor["name"], namespace=actor["namespace"])
+    return {
+        actor["name"]
         for actor in ray.util.list_named_actors(all_namespaces=True)
         if actor["name"].startswith(f"SERVE_REPLICA::{app_name}#")
-    ]
+    }
 
 
 def wait_for(condition, timeout_s: float) -> bool:
@@ -72,7 +73,8 @@ def test_a_replica_killed_mid_burst_costs_no_request(app):
 
     app_name = app["serve"]["app_name"]
     evaluator = ServeEvaluator(app_name=app_name)
-    victim = replica_actors(app_name)[0]
+    victim_name = sorted(replica_names(app_name))[0]
+    victim = ray.get_actor(victim_name, namespace="serve")
 
     async def burst():
         jobs = [asyncio.ensure_future(evaluator.evaluate(ADD, CASES)) for _ in range(300)]
@@ -81,16 +83,34 @@ def test_a_replica_killed_mid_burst_costs_no_request(app):
         ray.kill(victim, no_restart=True)
         return await asyncio.gather(*jobs, return_exceptions=True)
 
-    results = asyncio.run(burst())
+    seen = []  # what reaches the caller's log from Serve's router (after our digest filter)
+    handler = logging.Handler(logging.WARNING)
+    handler.emit = lambda record: seen.append(record.getMessage())
+    logging.getLogger("ray.serve").addHandler(handler)
+    try:
+        results = asyncio.run(burst())
+    finally:
+        logging.getLogger("ray.serve").removeHandler(handler)
     errors = [r for r in results if isinstance(r, BaseException)]
     assert errors == [], f"{len(errors)} requests failed, e.g. {errors[:1]}"
     assert all(r["passing"] == [True] * 4 for r in results)
+    about_the_death = ("Failed to fetch queue length", "will not be considered for future requests")
+    dead_replica_warnings = [m for m in seen if any(mark in m for mark in about_the_death)]
+    assert len(dead_replica_warnings) <= 4, f"{len(dead_replica_warnings)} warnings about one dead replica"
 
-    # Serve replaces the replica; the new one sweeps what the dead one left (if anything)
-    assert wait_for(lambda: serve.status().applications[app_name].status == "RUNNING", 120)
-    assert len(replica_actors(app_name)) == 2
+    # Serve replaces the replica (after its health check notices the death, up to ~10 s later; the
+    # app reads RUNNING until then), and the new one sweeps what the dead one left (if anything)
+    def replaced() -> bool:
+        names = replica_names(app_name)
+        running = serve.status().applications[app_name].status == "RUNNING"
+        return running and len(names) == 2 and victim_name not in names
+
+    assert wait_for(replaced, 180), f"not replaced: {replica_names(app_name)}, {serve.status()}"
     uids = set(range(app["sandbox"]["uid_base"], app["sandbox"]["uid_base"] + SLOTS))
-    assert wait_for(lambda: not processes_of(uids), 10), "a sandbox outlived its replica"
+    assert wait_for(lambda: not processes_of(uids), 30), (
+        f"sandboxes outlived their replica: {processes_of(uids)}"
+    )
     scratch = Path(app["sandbox"]["scratch_root"])
-    assert wait_for(lambda: not list(scratch.glob("cobalt-scratch-*/slot-*/*")), 10), "stale scratch dirs"
+    leftovers = lambda: list(scratch.glob("cobalt-scratch-*/slot-*/*"))  # noqa: E731
+    assert wait_for(lambda: not leftovers(), 30), f"stale scratch dirs: {leftovers()}"
     assert os.listdir(scratch) in ([], [f"cobalt-scratch-{os.geteuid()}"])

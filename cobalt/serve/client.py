@@ -116,18 +116,23 @@ class LateReplicaWarnings(logging.Filter):
     """Serve's router logs "Failed to get queue length from Replica(...) within 0.1s" each time a
     replica's answer to its probe comes late. Under a burst that is hundreds of lines, and the
     lateness is mostly this process's own busy event loop (measured: the replicas answer a separate
-    prober within 3 ms at p90 meanwhile). One such warning per interval goes through, carrying
-    the count of those held back. ``RAY_SERVE_QUEUE_LENGTH_RESPONSE_DEADLINE_S`` sets the
+    prober within 3 ms at p90 meanwhile). A replica that dies under a burst likewise gets one
+    multi-line warning per request in flight. Of each kind, one warning per interval goes through,
+    carrying the count of those held back. ``RAY_SERVE_QUEUE_LENGTH_RESPONSE_DEADLINE_S`` sets the
     deadline itself (the training profiles use the reference's 10 s)."""
 
-    MARK = "Failed to get queue length"
+    MARKS = (
+        "Failed to get queue length",  # a late answer to the router's probe
+        "Failed to fetch queue length",  # the probed replica has died
+        "will not be considered for future requests",  # ditto, once per request in flight
+    )
     _installed: LateReplicaWarnings | None = None
 
     def __init__(self, interval_s: float):
         super().__init__()
         self.interval_s = interval_s
-        self.held = 0
-        self.next_at = 0.0
+        self.held = dict.fromkeys(self.MARKS, 0)
+        self.next_at = dict.fromkeys(self.MARKS, 0.0)
 
     @classmethod
     def install(cls, interval_s: float) -> None:
@@ -137,18 +142,20 @@ class LateReplicaWarnings(logging.Filter):
             logging.getLogger("ray.serve").addFilter(cls._installed)
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if self.MARK not in str(record.msg):
+        text = str(record.msg)
+        mark = next((mark for mark in self.MARKS if mark in text), None)
+        if mark is None:
             return True
         now = time.monotonic()
-        if now < self.next_at:
-            self.held += 1
+        if now < self.next_at[mark]:
+            self.held[mark] += 1
             return False
-        if self.held:
+        if self.held[mark]:
             record.msg = (
-                f"{record.getMessage()} [{self.held} more like this in the last {self.interval_s:g} s]"
+                f"{record.getMessage()} [{self.held[mark]} more like this in the last {self.interval_s:g} s]"
             )
             record.args = ()
-        self.held, self.next_at = 0, now + self.interval_s
+        self.held[mark], self.next_at[mark] = 0, now + self.interval_s
         return True
 
 
