@@ -97,6 +97,7 @@ def test_joining_by_address_uses_the_clusters_token_as_ray_documents(tmp_path):
     finally:
         head.stop()
     assert head.process.poll() is not None
+    assert not os.path.exists(head.temp_dir), "a stopped head leaves no temp dir (logs, token) behind"
 
 
 def test_a_private_head_does_not_outlive_its_owner(tmp_path):
@@ -122,6 +123,14 @@ def test_a_private_head_does_not_outlive_its_owner(tmp_path):
         while time.monotonic() < deadline and group_alive(head_pid):
             time.sleep(0.5)
         assert not group_alive(head_pid), "the Ray head outlived the process that started it"
+        left = [p for p in Path("/tmp").glob("cobalt-ray-*") if (p / "owner.pid").exists()]
+        left = [p for p in left if (p / "owner.pid").read_text() == str(owner.pid)]
+        assert len(left) == 1  # nothing could remove it: its owner died by SIGKILL
+
+        from cobalt.serve.cluster import remove_stale_temp_dirs
+
+        assert str(left[0]) in remove_stale_temp_dirs()  # what the next head does first
+        assert not left[0].exists()
     finally:
         owner.kill()
         owner.wait()

@@ -34,16 +34,27 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+TEMP_PREFIX = "/tmp/cobalt-ray-"  # short: Ray's socket paths under the temp dir are length-limited
+OWNER_FILE = "owner.pid"
+
+
 class PrivateRayHead:
     """``ray start --head --block`` on 127.0.0.1 with its own port, temp dir and auth token;
-    :meth:`stop` ends exactly this head (SIGTERM, then SIGKILL of its process group), and so does
-    the death of the thread that created it."""
+    :meth:`stop` ends exactly this head (SIGTERM, then SIGKILL of its process group) and removes
+    the temp dir it made; the death of the thread that created it ends the head too, and the next
+    head started on the machine removes the temp dir such a head left behind."""
 
     def __init__(
         self, num_cpus: int, num_gpus: int = 0, temp_dir: str | None = None, log_path: str | None = None
     ):
-        # short default path: Ray's socket paths under the temp dir are length-limited
-        self.temp_dir = temp_dir or tempfile.mkdtemp(prefix="cobalt-ray-", dir="/tmp")
+        self.owns_temp_dir = temp_dir is None
+        if self.owns_temp_dir:
+            remove_stale_temp_dirs()
+            temp_dir = tempfile.mkdtemp(
+                prefix=os.path.basename(TEMP_PREFIX), dir=os.path.dirname(TEMP_PREFIX)
+            )
+            Path(temp_dir, OWNER_FILE).write_text(str(os.getpid()))
+        self.temp_dir = temp_dir
         os.makedirs(self.temp_dir, exist_ok=True)
         self.token_path = os.path.join(self.temp_dir, "auth_token")
         _write_private_file(self.token_path, secrets.token_hex(32))
@@ -103,8 +114,10 @@ class PrivateRayHead:
             f"Ray head at {self.address} not ready after {timeout_s:.0f} s; see {self.log.name}"
         )
 
-    def stop(self, timeout_s: float = 60) -> None:
-        """Stop this head and everything in its process group (its raylet, GCS, workers)."""
+    def stop(self, timeout_s: float = 60, keep_files: bool = False) -> None:
+        """Stop this head and everything in its process group (its raylet, GCS, workers); remove
+        the temp dir it made (logs and token) unless ``keep_files`` (then it is left for the user
+        to read, and :func:`remove_stale_temp_dirs` leaves it alone too)."""
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGTERM)
             try:
@@ -114,6 +127,37 @@ class PrivateRayHead:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(self.process.pid, signal.SIGKILL)  # stragglers of this head only
         self.log.close()
+        if self.owns_temp_dir and keep_files:
+            Path(self.temp_dir, OWNER_FILE).unlink(missing_ok=True)
+        elif self.owns_temp_dir:
+            shutil.rmtree(self.temp_dir, ignore_errors=True)
+
+
+def remove_stale_temp_dirs() -> list[str]:
+    """Remove this user's private-head temp dirs whose owner process is gone (killed before it
+    could stop its head); returns them."""
+    removed = []
+    for path in Path(os.path.dirname(TEMP_PREFIX)).glob(os.path.basename(TEMP_PREFIX) + "*"):
+        try:
+            if path.stat().st_uid != os.geteuid():
+                continue
+            owner = int((path / OWNER_FILE).read_text())
+        except (OSError, ValueError):
+            continue  # not ours, or not a head this module made
+        if not _alive(owner):
+            shutil.rmtree(path, ignore_errors=True)
+            removed.append(str(path))
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _die_with_this_thread() -> list[str]:
@@ -188,8 +232,11 @@ def ray_cluster(
         head.wait_ready()
         with head.exported():
             yield head.address
-    finally:
-        head.stop()
+    except BaseException:
+        head.stop(keep_files=True)
+        log(f"the private Ray head's logs are kept in {head.temp_dir}")
+        raise
+    head.stop()
 
 
 def check_reachable(address: str, timeout_s: float = 5.0) -> None:
