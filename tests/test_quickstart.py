@@ -79,3 +79,8 @@ def test_quickstart_ci_profile_end_to_end(tmp_path):
     stage_lines = [line for line in again.stdout.splitlines() if line.startswith("[quickstart")]
     assert not [line for line in stage_lines if line.endswith(": running")]
     assert sum(line.endswith("done already, skipped") for line in stage_lines) >= 12
+    again_report = json.loads((run_dir / "report/report.json").read_text())
+    assert again_report["stages"] == report["stages"]  # the times of the run that did the work
+    total = again_report["stages_total_s"]
+    assert total == round(sum(report["stages"].values()), 1) > 60
+    assert f"| **all stages** | {total:.0f} |" in (run_dir / "report/report.md").read_text()
