@@ -94,10 +94,25 @@ def test_joining_by_address_uses_the_clusters_token_as_ray_documents(tmp_path):
         )
         assert done.returncode == 0 and "JOINED" in done.stdout, done.stdout[-2000:] + done.stderr[-3000:]
         assert list(home.iterdir()) == []
+        assert session_members(head.process.pid)  # GCS, raylet, workers (in groups of their own)
     finally:
         head.stop()
     assert head.process.poll() is not None
+    assert session_members(head.process.pid) == [], "a process of the stopped head lives on"
     assert not os.path.exists(head.temp_dir), "a stopped head leaves no temp dir (logs, token) behind"
+
+
+def session_members(sid: int) -> list[int]:
+    """Live (not zombie) processes of the session ``ray start`` leads: all of the head's."""
+    members = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if os.getsid(int(entry.name)) == sid and "State:\tZ" not in (entry / "status").read_text():
+                    members.append(int(entry.name))
+            except OSError:
+                pass
+    return members
 
 
 def test_a_private_head_does_not_outlive_its_owner(tmp_path):

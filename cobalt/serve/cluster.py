@@ -77,8 +77,11 @@ class PrivateRayHead:
         self.log = open(  # noqa: SIM115 (closed in stop())
             log_path or os.path.join(self.temp_dir, "head.log"), "w"
         )
+        # Ray drains a node for 30 s on SIGTERM (so Serve proxies elsewhere can move away from
+        # it); a private head is stopped when its run is over, with nothing to drain to
+        head_env = {"RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S": "0", **self.child_env()}
         self.process = subprocess.Popen(
-            cmd, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True, env=self.child_env()
+            cmd, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True, env=head_env
         )
 
     def env(self) -> dict[str, str]:
