@@ -44,6 +44,24 @@ def test_the_paper_engine_config_builds_a_gpu_llm_config_without_the_cpu_setting
     env = (llm.runtime_env or {}).get("env_vars", {})
     assert not any(key.startswith("VLLM_CPU") or key == "VLLM_TARGET_DEVICE" for key in env)
     assert llm.accelerator_type is None
+    assert "LocalModelDir" not in str(llm.callback_config.callback_class)  # a hub id: Ray downloads it
+
+
+def test_a_local_model_dir_skips_ray_llms_node_initialisation(tmp_path):
+    pytest.importorskip("ray.serve.llm")
+    import asyncio
+
+    from ray.llm._internal.common.utils.import_utils import load_class
+
+    from cobalt.serve.engine import LocalModelDir, llm_config, load_engine_config
+
+    llm = llm_config(str(tmp_path), load_engine_config("engine"))
+    assert llm.model_loading_config.model_source == str(tmp_path.resolve())
+    callback = LocalModelDir(llm_config=llm)
+    assert callback.ctx.run_init_node  # what Ray does by default
+    asyncio.run(callback.run_callback("on_before_node_init"))
+    assert callback.ctx.run_init_node is False
+    assert load_class(llm.callback_config.callback_class) is LocalModelDir
 
 
 def test_the_paper_evaluator_config_keeps_the_shared_settings():
