@@ -18,19 +18,17 @@ from cobalt.jsonl import load_jsonl
 
 ROOT = Path(__file__).resolve().parents[1]
 LIMIT = 8
+DEMO_SETTINGS = {
+    "limit": LIMIT,
+    "dev_ratio": 0.25,
+    "synthetic": SyntheticOptions(num_samples=16, num_turns=2, seed=3),
+}
 
 
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory, tiny_tokenizer_dir):
     out = tmp_path_factory.mktemp("demo")
-    counts = build_demo(
-        out,
-        model_name=tiny_tokenizer_dir,
-        limit=LIMIT,
-        dev_ratio=0.25,
-        synthetic=SyntheticOptions(num_samples=16, num_turns=2, seed=3),
-    )
-    return out, counts
+    return out, build_demo(out, model_name=tiny_tokenizer_dir, **DEMO_SETTINGS)
 
 
 def test_chain_counts_are_consistent(demo):
@@ -139,13 +137,7 @@ def test_a_demo_rerun_keeps_changed_outputs_and_refuses_other_settings(demo, tin
     bandit_test = out / "bandit/test.jsonl"
     original = bandit_test.read_text()
     bandit_test.write_text(original.splitlines()[0] + "\n")  # a finished output edited by hand
-    again = build_demo(
-        out,
-        model_name=tiny_tokenizer_dir,
-        limit=LIMIT,
-        dev_ratio=0.25,
-        synthetic=SyntheticOptions(num_samples=16, num_turns=2, seed=3),
-    )
+    again = build_demo(out, model_name=tiny_tokenizer_dir, **DEMO_SETTINGS)
     assert "kept as" in capsys.readouterr().out and again == counts
     assert (out / "bandit/test.jsonl.changed").read_text() == original.splitlines()[0] + "\n"
     assert bandit_test.read_text() == original

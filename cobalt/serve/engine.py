@@ -27,6 +27,7 @@ from ray.llm._internal.common.callbacks.base import CallbackBase
 
 from cobalt.config import from_dict, load_config
 from cobalt.errors import ConfigError
+from cobalt.train.stale import warn_if_stale
 
 log = logging.getLogger("cobalt.serve.engine")
 
@@ -78,6 +79,7 @@ def llm_config(model: str, cfg: EngineConfig):
     local = Path(model).is_dir()
     source = str(Path(model).resolve()) if local else model  # a local dir or a hub id
     if local and "callback_config" not in fields:
+        warn_if_stale("cobalt.serve.engine.LocalModelDir", {"ray": "2.60.0"}, tests="tests/test_config.py")
         fields["callback_config"] = {"callback_class": f"{__name__}:{LocalModelDir.__name__}"}
     return LLMConfig(
         model_loading_config={"model_id": served_model_id(model, cfg), "model_source": source}, **fields

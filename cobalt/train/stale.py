@@ -36,7 +36,11 @@ def stale_versions(written_for: Mapping[str, str]) -> dict[str, str | None]:
     }
 
 
-def warn_if_stale(name: str, written_for: Mapping[str, str]) -> None:
+def warn_if_stale(
+    name: str,
+    written_for: Mapping[str, str],
+    tests: str = "tests/test_train_cpu_platform.py, run with -m train",
+) -> None:
     """One warning per process for ``name`` when an installed version differs from ``written_for``."""
     if name in _warned:
         return
@@ -47,9 +51,9 @@ def warn_if_stale(name: str, written_for: Mapping[str, str]) -> None:
     wanted = ", ".join(f"{dist} {version}" for dist, version in written_for.items())
     found = ", ".join(f"{dist} {version or 'not installed'}" for dist, version in stale.items())
     log.warning(
-        "%s was written for %s; installed: %s. Check it still applies and is still needed "
-        "(its tests: tests/test_train_cpu_platform.py, run with -m train).",
+        "%s was written for %s; installed: %s. Check it still applies and is still needed (its tests: %s).",
         name,
         wanted,
         found,
+        tests,
     )
