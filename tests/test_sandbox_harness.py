@@ -5,6 +5,7 @@ from __future__ import annotations
 import marshal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from cobalt.sandbox.config import SandboxConfig
@@ -46,3 +47,31 @@ def test_result_parser_rejects_forged_or_torn_records():
     results = _parse_results(good + forged + torn, b"", -9, 2)
     assert results[0]["stdout"] == "hi\n" and results[0]["status"] == "exit"
     assert results[1]["status"] == "crashed" and "exit status -9" in results[1]["message"]
+
+
+def _run_harness(code, inputs, limits, cwd):
+    request = {"code": code, "inputs": inputs, "limits": limits, "landlock": None}
+    done = subprocess.run(
+        ["/usr/bin/python3", "-S", "-c", HARNESS_SOURCE],
+        input=marshal.dumps(request),
+        capture_output=True,
+        cwd=cwd,
+        timeout=60,
+    )
+    return _parse_results(done.stdout, done.stderr, done.returncode, len(inputs))
+
+
+def test_wall_backstop_ends_blocked_programs_but_not_computing_ones(tmp_path):
+    # Regression: a correct program starved by a busy machine (CI) hit the wall backstop and was
+    # reported as timed out. A short wall window stands in for the starvation here.
+    limits = {**SandboxConfig().harness_limits(dedicated_uid=False), "wall_seconds": 0.3}
+    computing = (
+        "import time\nstart = time.process_time()\n"
+        "while time.process_time() - start < 1.0:\n    pass\nprint('done')\n"
+    )
+    sleeping = "import time\ntime.sleep(3)\nprint('done')\n"
+    assert _run_harness(computing, [b""], limits, tmp_path)[0]["stdout"] == "done\n"
+    start = time.monotonic()
+    blocked = _run_harness(sleeping, [b""], limits, tmp_path)[0]
+    assert blocked["status"] == "timeout" and blocked["stdout"] == ""
+    assert time.monotonic() - start < 2.5

@@ -14,7 +14,7 @@ class SandboxConfig:
     python: str = "/usr/bin/python3"
     bwrap: str = "auto"
     test_timeout_s: float = 4.0  # CPU seconds per test
-    wall_timeout_s: float = 12.0  # wall-clock backstop per test
+    wall_timeout_s: float = 12.0  # wall-clock backstop per test for blocked programs
     request_timeout_s: float = 27.0  # wall clock for a whole request
     test_concurrency: int = 4
     memory_mb: int = 1024

@@ -33,6 +33,11 @@ import time
 PROGRAM_NAME = "solution.py"
 READ_CHUNK = 65536
 DISK_CHECK_SECONDS = 0.01  # how often the scratch space is measured while tests run
+# CPU a test must have used during its last wall-clock window to be given another one: below it,
+# the program is blocked (sleeping, waiting), above it, it is computing on a machine too busy to
+# let it finish in time (RLIMIT_CPU still ends it if it spins).
+MIN_CPU_PER_WALL_WINDOW = 0.1
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 MAX_FDS = 256
 SIGKILL, SIGXCPU = _signal.SIGKILL, _signal.SIGXCPU  # _signal: `signal` would import enum (slow)
 BLOCKED_MODULES = ("ipdb", "joblib", "resource", "psutil", "tkinter")
@@ -253,6 +258,7 @@ class Run:
         self.out = {stdout_fd: bytearray(), stderr_fd: bytearray()}
         self.pidfd = os.pidfd_open(pid)
         self.deadline = time.monotonic() + limits["wall_seconds"]
+        self.cpu_at_window_start = 0.0
         self.max_output = limits["max_output_bytes"]
         self.over_output = False
 
@@ -336,6 +342,28 @@ def drain(run, fd, kill_on_limit=True):
             if kill_on_limit:
                 kill_group(run.pid)
             return True
+
+
+def cpu_seconds(pid):
+    """CPU time used so far by a running child (all its threads), or None if unreadable."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            fields = stat.read().rsplit(b")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS  # utime, stime
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def still_computing(run, now, limits):
+    """At its wall deadline, a test that used CPU in the last window is starved, not stuck: the
+    wall backstop is for blocked programs, so verdicts do not depend on the machine's load. It
+    gets another window; the CPU limit and the request's deadline still bound it."""
+    cpu = cpu_seconds(run.pid)
+    if cpu is None or cpu - run.cpu_at_window_start < MIN_CPU_PER_WALL_WINDOW:
+        return False
+    run.cpu_at_window_start = cpu
+    run.deadline = now + limits["wall_seconds"]
+    return True
 
 
 def kill_group(pid):
@@ -502,6 +530,8 @@ def run_tests(program, inputs, limits, emit):
                 finish(run, loop, limits, emit, disk)
         now = time.monotonic()
         for run in [r for r in running.values() if r.deadline <= now]:
+            if still_computing(run, now, limits):
+                continue
             kill_group(run.pid)
             del running[run.pid]
             finish(run, loop, limits, emit, disk, killed_for_time=True)
