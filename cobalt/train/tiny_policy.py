@@ -18,6 +18,7 @@ Hugging Face directory that vLLM and veRL load (``configs/train/cpu_smollm2.yaml
 from __future__ import annotations
 
 import argparse
+import copy
 import dataclasses
 import importlib.util
 import json
@@ -206,7 +207,7 @@ def export_smollm2(out: str | Path) -> Path:
     an existing complete export is kept as it is.
     """
     import torch
-    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoModelForCausalLM, AutoTokenizer
 
     out = Path(out)
     if (out / "config.json").exists() and any(out.glob("*.safetensors")):
@@ -217,7 +218,7 @@ def export_smollm2(out: str | Path) -> Path:
     folder = Path(spec.submodule_search_locations[0])
     gguf = next(folder.glob("*.gguf")).name
     loaded = AutoModelForCausalLM.from_pretrained(folder, gguf_file=gguf, dtype=torch.float32)
-    config = AutoConfig.from_pretrained(folder, gguf_file=gguf)
+    config = copy.deepcopy(loaded.config)  # parsing the GGUF's metadata again costs ~8 s
     if hasattr(config, "quantization_config"):
         del config.quantization_config
     model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
