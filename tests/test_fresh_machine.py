@@ -4,6 +4,8 @@ without a token). Drivers run in subprocesses with a fresh, empty HOME."""
 
 from __future__ import annotations
 
+import contextlib
+import ipaddress
 import os
 import signal
 import subprocess
@@ -70,8 +72,9 @@ def test_launcher_private_head_works_in_an_empty_home(tmp_path):
 
 
 def test_joining_by_address_uses_the_clusters_token_as_ray_documents(tmp_path):
-    """A driver given only the address and RAY_AUTH_TOKEN_PATH (no RAY_AUTH_MODE) joins."""
-    from cobalt.serve.cluster import PrivateRayHead
+    """A driver given the address and RAY_AUTH_TOKEN_PATH (no RAY_AUTH_MODE) joins, on loopback:
+    the node, the address it dials and every port the head's processes listen on."""
+    from cobalt.serve.cluster import SINGLE_NODE_LOOPBACK, PrivateRayHead
 
     home = tmp_path / "home"
     home.mkdir()
@@ -85,21 +88,61 @@ def test_joining_by_address_uses_the_clusters_token_as_ray_documents(tmp_path):
             with ray_cluster({head.address!r}) as address:
                 connect(address)
                 assert ray.cluster_resources()["CPU"] == 1
+                assert [n["NodeManagerAddress"] for n in ray.nodes()] == ["127.0.0.1"]
             print("JOINED")
             """
         )
-        env = fresh_env(home, RAY_AUTH_TOKEN_PATH=head.token_path)
+        # what the head's "join with" line says beyond the address: its token, and that it is on loopback
+        env = fresh_env(home, RAY_AUTH_TOKEN_PATH=head.token_path, **SINGLE_NODE_LOOPBACK)
         done = subprocess.run(
             [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120
         )
         assert done.returncode == 0 and "JOINED" in done.stdout, done.stdout[-2000:] + done.stderr[-3000:]
+        assert f"Connecting to existing Ray cluster at address: {head.address}" in done.stderr
         assert list(home.iterdir()) == []
         assert session_members(head.process.pid)  # GCS, raylet, workers (in groups of their own)
+        listening = listening_addresses(session_members(head.process.pid))
+        assert len(listening) >= 3  # GCS, raylet, ...
+        # Regression: Ray registered the node as the machine's address and listened on all interfaces
+        assert all(is_loopback(ip) for ip, _ in listening), listening
     finally:
         head.stop()
     assert head.process.poll() is not None
     assert session_members(head.process.pid) == [], "a process of the stopped head lives on"
     assert not os.path.exists(head.temp_dir), "a stopped head leaves no temp dir (logs, token) behind"
+
+
+def listening_addresses(pids: list[int]) -> list[tuple[str, int]]:
+    """(ip, port) of every TCP socket in LISTEN state that one of ``pids`` holds open."""
+    inodes = set()
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            for fd in Path(f"/proc/{pid}/fd").iterdir():
+                with contextlib.suppress(OSError):
+                    target = os.readlink(fd)
+                    if target.startswith("socket:["):
+                        inodes.add(target[8:-1])
+    found = []
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for row in Path(table).read_text().splitlines()[1:]:
+            fields = row.split()
+            if fields[3] == "0A" and fields[9] in inodes:  # 0A: LISTEN
+                hex_ip, hex_port = fields[1].split(":")
+                found.append((_proc_net_ip(hex_ip), int(hex_port, 16)))
+    return found
+
+
+def _proc_net_ip(hex_ip: str) -> str:
+    """/proc/net/tcp{,6} write addresses as 32-bit words in host (little-endian) byte order."""
+    raw = b"".join(bytes.fromhex(hex_ip[i : i + 8])[::-1] for i in range(0, len(hex_ip), 8))
+    return str(ipaddress.ip_address(raw))
+
+
+def is_loopback(ip: str) -> bool:
+    address = ipaddress.ip_address(ip)
+    return address.is_loopback or bool(
+        getattr(address, "ipv4_mapped", None) and address.ipv4_mapped.is_loopback
+    )
 
 
 def session_members(sid: int) -> list[int]:

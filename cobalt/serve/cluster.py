@@ -26,6 +26,12 @@ from pathlib import Path
 AUTH_MODE = "RAY_AUTH_MODE"
 TOKEN = "RAY_AUTH_TOKEN"
 TOKEN_PATH = "RAY_AUTH_TOKEN_PATH"
+# Ray 2.60 replaces 127.0.0.1 by the machine's own address (node IP, the address drivers dial,
+# gRPC servers listening on every interface) unless it believes multi-node clusters are off; that
+# switch (meant for laptops) keeps a private head and everything joining it on loopback, and makes
+# Ray refuse worker nodes, which a private head never has. A process joining such a head needs it
+# too (PrivateRayHead.env); clusters joined by address keep Ray's own behaviour.
+SINGLE_NODE_LOOPBACK = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
 
 
 def free_port() -> int:
@@ -85,9 +91,14 @@ class PrivateRayHead:
         )
 
     def env(self) -> dict[str, str]:
-        """What a driver or subprocess needs in its environment to join this head. A
-        ``RAY_AUTH_TOKEN`` variable would take precedence over the file: drop it (:meth:`child_env`)."""
-        return {"RAY_ADDRESS": self.address, AUTH_MODE: "token", TOKEN_PATH: self.token_path}
+        """What a driver or subprocess needs in its environment to join this head (on loopback).
+        A ``RAY_AUTH_TOKEN`` variable would take precedence over the file: drop it (:meth:`child_env`)."""
+        return {
+            "RAY_ADDRESS": self.address,
+            AUTH_MODE: "token",
+            TOKEN_PATH: self.token_path,
+            **SINGLE_NODE_LOOPBACK,
+        }
 
     def exported(self) -> contextlib.AbstractContextManager:
         """:meth:`env` set in ``os.environ`` for a ``with`` block (and ``RAY_AUTH_TOKEN`` unset)."""
@@ -228,10 +239,8 @@ def ray_cluster(
         return
     head = PrivateRayHead(num_cpus or os.cpu_count() or 2, num_gpus)
     try:
-        log(
-            f"starting a private Ray head at {head.address} (join with RAY_ADDRESS={head.address} "
-            f"RAY_AUTH_MODE=token RAY_AUTH_TOKEN_PATH={head.token_path})"
-        )
+        join_with = " ".join(f"{key}={value}" for key, value in head.env().items())
+        log(f"starting a private Ray head at {head.address} (join with {join_with})")
         head.wait_ready()
         with head.exported():
             yield head.address
@@ -264,15 +273,19 @@ def connect(address: str) -> None:
     if ray.is_initialized():
         return
     check_reachable(address)
-    _reload_auth_settings()
+    _reload_ray_settings()
     ray.init(address=address, log_to_driver=False)
 
 
-def _reload_auth_settings() -> None:
-    """Ray caches its auth mode and token per process at first use: re-read them from the
-    environment this module may have changed since (the calls ``ray.init`` itself makes after
-    enabling token mode)."""
+def _reload_ray_settings() -> None:
+    """Ray reads its auth mode, token and multi-node switch once per process (at import or first
+    use): re-read them from the environment this module may have changed since (the calls
+    ``ray.init`` itself makes after enabling token mode; the constant it reads at import)."""
+    from ray._private import ray_constants
     from ray._raylet import AuthenticationTokenLoader, Config
 
     Config.initialize("")
     AuthenticationTokenLoader.instance().reset_cache()
+    ray_constants.ENABLE_RAY_CLUSTER = ray_constants.env_bool(
+        ray_constants.ENABLE_RAY_CLUSTERS_ENV_VAR, not ray_constants.IS_WINDOWS_OR_OSX
+    )
