@@ -125,6 +125,41 @@ def test_multi_turn_writes_a_trajectory_the_bandit_builder_reads(executor_factor
     assert counts.emitted == len(prompts) >= 2  # the turn-0 prompt and at least one partial context
 
 
+def test_a_prompt_outgrowing_the_context_window_ends_that_conversation_not_the_run(executor_factory):
+    # Regression: one held-out conversation past max_model_len stopped the whole quickstart.
+    from cobalt.infer.llm import ContextWindowExceeded
+
+    problem = problem_records([PID])[0]
+    _, wrong = programs(PID)
+
+    def script(messages):  # the window fits the statement and one feedback turn, no more
+        if len(messages) > 4:  # system, statement, answer, feedback
+            raise ContextWindowExceeded("prompt too long")
+        return answer(wrong)
+
+    model = ScriptedModel(script)
+    single = {**problem, "responses": [answer(wrong)], "exec_results": [FAILED]}
+    rec = asyncio.run(
+        debug_problem(
+            single,
+            model,
+            executor_factory(),
+            Sampling(n=1),
+            turns=3,
+            public_field="public_test_cases",
+            thinking=False,
+        )
+    )
+    validate(rec)  # every turn is still there: K x (1 + turns)
+    assert rec["responses"][0] == [answer(wrong), answer(wrong), "", ""]
+    assert rec["public_pass_rates"][0][2:] == [0.0, 0.0]
+    assert len(model.calls) == 2  # turn 1, then turn 2 was refused; turn 3 was not asked for
+
+    model = ScriptedModel(lambda messages: (_ for _ in ()).throw(ContextWindowExceeded("too long")))
+    record = asyncio.run(sample_problem(problem, model, executor_factory(), Sampling(n=2)))
+    assert record["responses"] == ["", ""] and not any(any(r["passing"]) for r in record["exec_results"])
+
+
 def test_an_execution_failure_is_recorded_not_dropped():
     class Broken:
         async def evaluate(self, code, tests):
@@ -195,7 +230,7 @@ def test_summary_table_and_plot(tmp_path):
 def test_engine_errors_transient_ones_are_retried_and_context_overflow_says_what_to_change(monkeypatch):
     import litellm
 
-    from cobalt.infer.llm import ChatModel, EngineError
+    from cobalt.infer.llm import ChatModel, ContextWindowExceeded, EngineError
 
     model = ChatModel("openai/m", "http://127.0.0.1:9/v1", backoff_s=0.0)
     assert logging.getLogger("LiteLLM").level == logging.WARNING  # no log line per request
@@ -206,9 +241,9 @@ def test_engine_errors_transient_ones_are_retried_and_context_overflow_says_what
         raise litellm.ContextWindowExceededError("prompt too long", model="m", llm_provider="openai")
 
     monkeypatch.setattr(litellm, "acompletion", overflow)
-    with pytest.raises(EngineError, match="max_model_len"):
+    with pytest.raises(ContextWindowExceeded, match="max_model_len"):
         asyncio.run(model.complete([{"role": "user", "content": "hi"}]))
-    assert len(calls) == 1  # not transient: no retry
+    assert len(calls) == 1 and model.context_exceeded == 1  # not transient: no retry
 
     async def down(**kwargs):
         calls.append(kwargs)

@@ -126,6 +126,7 @@ def run_job(args, records: list[dict], make_step, desc: str) -> dict:
                 "written": stats.written,
                 "seconds": round(stats.seconds, 1),
                 "execution_failures": executor.failures,
+                "context_window_exceeded": runtime.model.context_exceeded,
                 "engine_busy_fraction": round(runtime.model.activity.busy_s / max(stats.seconds, 1e-9), 3),
             }
 

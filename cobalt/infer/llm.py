@@ -29,6 +29,11 @@ class EngineError(RuntimeError):
     """The model endpoint failed in a way retrying does not fix (or retries ran out)."""
 
 
+class ContextWindowExceeded(EngineError):
+    """The prompt no longer fits the model's context window (a long statement, or a conversation
+    grown over many feedback turns)."""
+
+
 @dataclass
 class Completion:
     texts: list[str]
@@ -100,6 +105,7 @@ class ChatModel:
         self.request_timeout_s = request_timeout_s
         self.extra_body = extra_body or {}
         self.activity = Activity()
+        self.context_exceeded = 0  # requests refused because the prompt did not fit
         self._litellm = _litellm()
 
     def __repr__(self) -> str:
@@ -144,7 +150,8 @@ class ChatModel:
                 log.warning("%s: %s; retry %d in %.1f s", self.model, type(e).__name__, attempt + 1, delay)
                 await asyncio.sleep(delay)
             except litellm.ContextWindowExceededError as e:
-                raise EngineError(
+                self.context_exceeded += 1
+                raise ContextWindowExceeded(
                     f"{self.model}: a conversation outgrew the model's context window; raise the "
                     "engine's max_model_len (llm.engine_kwargs in configs/engine.yaml) or lower "
                     f"--max_tokens or --turns ({e})"

@@ -11,12 +11,13 @@ T = 1 + ``turns``, turn 0 being the cached response).
 from __future__ import annotations
 
 import asyncio
+import logging
 
 from cobalt.data.execute import Executor
 from cobalt.data.testcases import pass_rate
 from cobalt.data.trajectories import add_turn, start_conversation
 from cobalt.extract import extract_code
-from cobalt.infer.llm import ChatModel
+from cobalt.infer.llm import ChatModel, Completion, ContextWindowExceeded
 from cobalt.infer.single_turn import Sampling
 
 CARRIED_FIELDS = (
@@ -30,6 +31,7 @@ CARRIED_FIELDS = (
     "modified_test_cases",
     "perturbed_public_test_cases",
 )
+log = logging.getLogger("cobalt.infer")
 
 
 async def debug_conversation(
@@ -42,13 +44,25 @@ async def debug_conversation(
     public_field: str,
     thinking: bool,
 ) -> dict:
-    """One conversation: the cached answer, then ``turns`` feedback turns."""
+    """One conversation: the cached answer, then ``turns`` feedback turns. A turn whose prompt no
+    longer fits the context window, and every later one, is an empty answer (no program: it fails)."""
     conversation = start_conversation(problem["instruction"])
     responses, results, usage = [], [], {"prompt_tokens": 0, "completion_tokens": 0, "calls": 0}
-    response = first_response
+    response, out_of_context = first_response, False
     for turn in range(turns + 1):
-        if turn:
-            completion = await model.complete(conversation, n=1, **sampling.params())
+        if turn and out_of_context:
+            response = ""
+        elif turn:
+            try:
+                completion = await model.complete(conversation, n=1, **sampling.params())
+            except ContextWindowExceeded:
+                log.warning(
+                    "%s: a conversation outgrew the context window at turn %d; it and later turns "
+                    "are recorded as empty answers",
+                    problem.get("id"),
+                    turn,
+                )
+                out_of_context, completion = True, Completion([""], {})
             response = completion.texts[0]
             for key, value in completion.usage.items():
                 usage[key] += value

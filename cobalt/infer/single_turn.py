@@ -7,12 +7,15 @@ Adds ``responses`` (n raw strings), ``exec_results`` (n execution results on ``t
 from __future__ import annotations
 
 import asyncio
+import logging
 from dataclasses import dataclass
 
 from cobalt.data.execute import Executor
 from cobalt.extract import extract_code
-from cobalt.infer.llm import ChatModel
+from cobalt.infer.llm import ChatModel, Completion, ContextWindowExceeded
 from cobalt.prompts import initial_messages
+
+log = logging.getLogger("cobalt.infer")
 
 
 @dataclass(frozen=True)
@@ -27,9 +30,16 @@ class Sampling:
 
 
 async def sample_problem(problem: dict, model: ChatModel, executor: Executor, sampling: Sampling) -> dict:
-    completion = await model.complete(
-        initial_messages(problem["instruction"]), n=sampling.n, **sampling.params()
-    )
+    """n answers to one problem, each run on its tests. A statement too long for the context
+    window gets n empty answers (no program: they fail), not the end of the run."""
+    try:
+        completion = await model.complete(
+            initial_messages(problem["instruction"]), n=sampling.n, **sampling.params()
+        )
+    except ContextWindowExceeded:
+        log.warning("%s: the statement does not fit the context window; recorded as %d empty answers",
+                    problem.get("id"), sampling.n)  # fmt: skip
+        completion = Completion([""] * sampling.n, {})
     results = await asyncio.gather(
         *(executor.run(extract_code(text), problem["test_cases"]) for text in completion.texts)
     )
