@@ -75,36 +75,6 @@ def evaluator_app(ray_cluster):
 
 
 @pytest.fixture(scope="session")
-def tiny_engine(ray_cluster, evaluator_app, tmp_path_factory):
-    """A random tiny policy ("random") in vLLM on Ray Serve (app ``engine_tiny``): a real
-    OpenAI-compatible server for the inference and judge tests, deployed once per session."""
-    import yaml
-
-    from cobalt.config import load_config
-    from cobalt.serve.engine import load_engine_config, start_engine_app
-    from cobalt.train.tiny_policy import random_policy
-
-    work = tmp_path_factory.mktemp("engine")
-    model = random_policy(work / "random")
-    config = {**load_config("engine"), "app_name": "engine_tiny"}
-    config["llm"]["engine_kwargs"]["max_model_len"] = 4096  # 3 feedback turns of the random model
-    config["llm"]["runtime_env"]["env_vars"]["VLLM_CPU_KVCACHE_SPACE"] = "1"  # it idles between uses
-    config_path = work / "engine_tiny.yaml"
-    config_path.write_text(yaml.safe_dump(config))
-    api_base = start_engine_app(str(model), load_engine_config(str(config_path)))
-    yield {
-        "model": model,
-        "model_name": "openai/random",  # LiteLLM's name for it: provider/served model id
-        "api_base": api_base,
-        "config": str(config_path),
-        "address": os.environ["RAY_ADDRESS"],
-    }
-    from ray import serve
-
-    serve.delete("engine_tiny")  # its CPUs and memory, for the heavier tests that follow
-
-
-@pytest.fixture(scope="session")
 def tiny_tokenizer_dir(tmp_path_factory):
     """A small byte-level BPE tokenizer with a ChatML template, built offline."""
     from cobalt.data.tokens import build_tiny_tokenizer
