@@ -18,21 +18,8 @@ def test_harness_run_by_hand_leaves_other_processes_alone(tmp_path):
     bystander = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
         limits = SandboxConfig().harness_limits(dedicated_uid=False)
-        request = {
-            "code": "print(int(input()) + 1)",
-            "inputs": [b"1", b"41"],
-            "limits": limits,
-            "landlock": None,
-        }
-        done = subprocess.run(
-            ["/usr/bin/python3", "-S", "-c", HARNESS_SOURCE],
-            input=marshal.dumps(request),
-            capture_output=True,
-            cwd=tmp_path,
-            timeout=60,
-        )
+        results = _run_harness("print(int(input()) + 1)", [b"1", b"41"], limits, tmp_path)
         assert bystander.poll() is None, "the harness killed a process outside its sandbox"
-        results = _parse_results(done.stdout, done.stderr, done.returncode, 2)
         assert [r["stdout"] for r in results] == ["2\n", "42\n"]
         assert (Path(tmp_path) / "solution.py").read_text() == "print(int(input()) + 1)"
     finally:
