@@ -82,5 +82,10 @@ def test_quickstart_ci_profile_end_to_end(tmp_path):
     again_report = json.loads((run_dir / "report/report.json").read_text())
     assert again_report["stages"] == report["stages"]  # the times of the run that did the work
     total = again_report["stages_total_s"]
-    assert total == round(sum(report["stages"].values()), 1) > 60
+    stages, concurrent = report["stages"], set(report["concurrent_stages"])
+    assert total == round(sum(v for k, v in stages.items() if k not in concurrent), 1) > 60
+    # the trajectories and the base evaluation ran side by side on one engine: their block took
+    # less than its stages one after another would have
+    assert {k.split(":")[0] for k in concurrent} == {"trajectories", "eval_base"} and len(concurrent) == 6
+    assert stages["self-debugging: trajectories ∥ base evaluation"] < sum(stages[k] for k in concurrent)
     assert f"| **all stages** | {total:.0f} |" in (run_dir / "report/report.md").read_text()

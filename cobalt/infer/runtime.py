@@ -44,7 +44,8 @@ def _chat_template_kwargs(spec: EngineSpec) -> dict:
     return {"chat_template_kwargs": {"enable_thinking": spec.enable_thinking}}
 
 
-def _serve_model(spec: EngineSpec) -> ChatModel:
+def serve_model(spec: EngineSpec) -> ChatModel:
+    """Deploy (or reuse) the engine app serving ``spec.model`` on the connected cluster."""
     from cobalt.serve.cluster import free_port
     from cobalt.serve.engine import load_engine_config, served_model_id, start_engine_app
 
@@ -59,7 +60,8 @@ def _litellm_model(spec: EngineSpec) -> ChatModel:
     return ChatModel(spec.model, spec.api_base, spec.api_key, extra_body=_chat_template_kwargs(spec))
 
 
-def _serve_evaluator(config_name: str | None):
+def serve_evaluator(config_name: str | None):
+    """Deploy (or reuse) the evaluator app on the connected cluster; return its client."""
     from ray import serve
 
     from cobalt.serve.client import get_evaluator
@@ -104,9 +106,9 @@ def open_runtime(
             stack.callback(_disconnect)
         model = None
         if engine is not None:  # the engine first: it starts Serve's HTTP proxy on loopback
-            model = _serve_model(engine) if engine.kind == "serve" else _litellm_model(engine)
+            model = serve_model(engine) if engine.kind == "serve" else _litellm_model(engine)
         if evaluator == "serve":
-            evaluator_client = _serve_evaluator(evaluator_config)
+            evaluator_client = serve_evaluator(evaluator_config)
         else:
             from cobalt.serve.client import get_evaluator
 
