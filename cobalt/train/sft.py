@@ -54,6 +54,20 @@ def encode(tokenizer, messages: list[dict], response: str) -> tuple[list[int], i
     return ids + response_ids, len(ids)
 
 
+def response_loss(model, input_ids, mask, labels, first: int):
+    """Mean next-token loss over the labelled (response) tokens, with the output layer applied only
+    from position ``first - 1`` on: no row has a label before ``first``, and on a small model the
+    vocabulary projection over the prompt is a large share of the step (49k x 576 for SmolLM2)."""
+    import torch.nn.functional as F
+
+    keep = input_ids.shape[1] - first + 1
+    logits = model(input_ids=input_ids, attention_mask=mask, logits_to_keep=keep).logits
+    targets = labels[:, first:]
+    return F.cross_entropy(
+        logits[:, :-1].reshape(-1, logits.shape[-1]).float(), targets.reshape(-1), ignore_index=-100
+    )
+
+
 def fine_tune(model, tokenizer, examples: list[tuple], opts: SFTOptions, progress=None) -> list[float]:
     """Plain SFT with the loss on response tokens only; returns the loss per step."""
     import torch
@@ -73,7 +87,7 @@ def fine_tune(model, tokenizer, examples: list[tuple], opts: SFTOptions, progres
             input_ids[row, : len(ids)] = torch.tensor(ids)
             labels[row, start : len(ids)] = torch.tensor(ids[start:])
             mask[row, : len(ids)] = 1
-        loss = model(input_ids=input_ids, attention_mask=mask, labels=labels).loss
+        loss = response_loss(model, input_ids, mask, labels, first=min(start for _, start in batch))
         loss.backward()
         optimizer.step()
         optimizer.zero_grad()
