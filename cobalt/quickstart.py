@@ -62,6 +62,17 @@ def line_count(path: Path) -> int:
     return sum(1 for line in path.open(encoding="utf-8") if line.strip()) if path.exists() else 0
 
 
+def stop_gracefully(proc: subprocess.Popen, grace_s: float = 60.0) -> None:
+    """Ask a command to stop (SIGTERM) and give it ``grace_s`` before killing it: killed at once,
+    the launcher cannot stop its veRL trainer, which went on, orphaned, after an interrupt."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=grace_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
 class Run:
     """The run directory, the stage bookkeeping (times, skips) and the commands."""
 
@@ -71,6 +82,12 @@ class Run:
         self.state = json.loads(self.state_path.read_text()) if self.state_path.exists() else {}
         self.address: str | None = None
         self._lock = threading.Lock()  # stages of the two self-debugging chains run in threads
+        self._running: set[subprocess.Popen] = set()  # commands in flight
+
+    def stop_commands(self) -> None:
+        """Stop every command in flight (those of other threads: only the main one sees signals)."""
+        for proc in list(self._running):
+            stop_gracefully(proc)
 
     def path(self, relative: str) -> Path:
         path = self.root / relative
@@ -111,16 +128,24 @@ class Run:
             self.state.setdefault("commands", {})[name] = printable
         log(f"  $ {printable}")
         with open(log_path, "a") as out:
-            proc = subprocess.run(
+            proc = subprocess.Popen(
                 [str(a) for a in args],
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 env={**os.environ, **(env or {})},
                 cwd=ROOT,
             )
-        if proc.returncode != 0:
+        self._running.add(proc)
+        try:
+            returncode = proc.wait()
+        except BaseException:  # interrupted: the command stops too, cleanly
+            stop_gracefully(proc)
+            raise
+        finally:
+            self._running.discard(proc)
+        if returncode != 0:
             tail = "".join(log_path.read_text(errors="replace").splitlines(keepends=True)[-30:])
-            raise RuntimeError(f"{name} failed (exit {proc.returncode}); last lines of {log_path}:\n{tail}")
+            raise RuntimeError(f"{name} failed (exit {returncode}); last lines of {log_path}:\n{tail}")
 
     def inference_args(self) -> list[str]:
         s = self.cfg.sampling
@@ -305,11 +330,16 @@ def self_debug_base(run: Run, model: Path, train: Path, heldout: Path) -> tuple[
 
     def both():
         with ThreadPoolExecutor(len(chains)) as pool:
-            for future in [
+            futures = [
                 pool.submit(self_debug, run, tag, model, *args, concurrent=True)
                 for tag, args in chains.items()
-            ]:
-                future.result()
+            ]
+            try:
+                for future in futures:
+                    future.result()
+            except BaseException:
+                run.stop_commands()
+                raise
 
     def done():
         return all(

@@ -28,3 +28,43 @@ def test_grpo_prompt_slot_fits_the_longest_prompt_and_never_exceeds_the_profile(
     pd.DataFrame({"prompt": [[{"role": "user", "content": "word " * 5000}]]}).to_parquet(parquet)
     capped = fitted_lengths("quickstart_ci", parquet, tiny_tokenizer_dir)
     assert override_value(capped, "data.max_prompt_length") == str(profile["data.max_prompt_length"])
+
+
+CHILD = """
+import signal, sys, time
+def stop(signum, frame):
+    open(sys.argv[1], "w").write("stopped cleanly")
+    sys.exit(0)
+signal.signal(signal.SIGTERM, stop)
+open(sys.argv[1], "w").write("ready")
+time.sleep(120)
+"""
+
+DRIVER = """
+import signal, sys
+from pathlib import Path
+from cobalt.quickstart import QuickstartConfig, Run
+def interrupt(signum, frame):
+    raise KeyboardInterrupt
+signal.signal(signal.SIGTERM, interrupt)
+Run(Path(sys.argv[3]), QuickstartConfig(), "test").command("child", [sys.executable, "-c", sys.argv[1], sys.argv[2]])
+"""
+
+
+def test_an_interrupted_stage_asks_its_command_to_stop_instead_of_killing_it(tmp_path):
+    """A command killed at once cannot stop its own children (the launcher's veRL trainer was left
+    running after an interrupted quickstart): the command gets SIGTERM and time to clean up."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    marker = tmp_path / "child.txt"
+    driver = subprocess.Popen([sys.executable, "-c", DRIVER, CHILD, str(marker), str(tmp_path / "run")])
+    deadline = time.monotonic() + 60
+    while not (marker.exists() and marker.read_text() == "ready"):
+        assert time.monotonic() < deadline and driver.poll() is None, "the command never started"
+        time.sleep(0.1)
+    driver.send_signal(signal.SIGTERM)
+    assert driver.wait(timeout=60) != 0  # the interrupt still ends the quickstart
+    assert marker.read_text() == "stopped cleanly"
