@@ -55,9 +55,11 @@ async def time_scheme(name, records, model, executor, run_one, concurrency) -> d
         async with slots:
             await run_one(record)
 
+    print(f"[bench] {name} scheme: {len(records)} problems ...", flush=True)
     started = time.monotonic()
     await asyncio.gather(*(one(r) for r in records))
     seconds = time.monotonic() - started
+    print(f"[bench] {name} scheme: {seconds:.0f} s", flush=True)
     busy = model.activity.busy_s - busy_before
     return {
         "scheme": name,
@@ -95,6 +97,10 @@ def main(argv=None) -> dict:
 
         async def go():
             executor = Executor(runtime.evaluator, concurrency=64, timeout_s=300)
+            print(
+                f"[bench] turn-0 answers for {len(problems)} problems (shared by both schemes) ...",
+                flush=True,
+            )
             singles = await asyncio.gather(*(sample_problem(p, model, executor, sampling) for p in problems))
             one = Sampling(sampling.temperature, sampling.top_p, sampling.max_tokens, 1)
             rng = random.Random(0)
