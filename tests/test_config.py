@@ -42,9 +42,20 @@ def test_the_paper_engine_config_builds_a_gpu_llm_config_without_the_cpu_setting
     assert llm.deployment_config["autoscaling_config"]["max_replicas"] == 8
     assert "num_replicas" not in llm.deployment_config  # autoscaling instead
     env = (llm.runtime_env or {}).get("env_vars", {})
-    assert not any(key.startswith("VLLM_CPU") or key == "VLLM_TARGET_DEVICE" for key in env)
+    assert not any(key.startswith("VLLM_CPU") or key in ("VLLM_TARGET_DEVICE", "OMP_NUM_THREADS") for key in env)
     assert llm.accelerator_type is None
     assert "LocalModelDir" not in str(llm.callback_config.callback_class)  # a hub id: Ray downloads it
+
+
+def test_the_cpu_engine_config_gives_the_vllm_worker_every_usable_core(tmp_path):
+    pytest.importorskip("ray.serve.llm")
+    import os
+
+    from cobalt.serve.engine import llm_config, load_engine_config
+
+    assert load_engine_config("engine").llm["runtime_env"]["env_vars"]["OMP_NUM_THREADS"] == "auto"
+    env = llm_config(str(tmp_path), load_engine_config("engine")).runtime_env["env_vars"]
+    assert env["OMP_NUM_THREADS"] == str(len(os.sched_getaffinity(0)))
 
 
 def test_a_local_model_dir_skips_ray_llms_node_initialisation(tmp_path):

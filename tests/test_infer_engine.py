@@ -60,6 +60,26 @@ def tiny_engine(ray_cluster, evaluator_app, tmp_path_factory):
     }
 
 
+def _vllm_worker_envs() -> list[dict[str, str]]:
+    envs = []
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            if (proc / "cmdline").read_bytes().startswith(b"VLLM::Worker"):
+                pairs = (proc / "environ").read_bytes().split(b"\0")
+                envs.append(dict(p.decode().split("=", 1) for p in pairs if b"=" in p))
+        except OSError:  # exited, or not ours
+            continue
+    return envs
+
+
+@pytest.mark.slow
+def test_the_engines_vllm_worker_computes_on_every_core(tiny_engine):
+    # Ray gives its workers OMP_NUM_THREADS=1; the engine config's "auto" must reach vLLM's worker
+    workers = _vllm_worker_envs()
+    assert workers, "no VLLM::Worker process found"
+    assert {w.get("OMP_NUM_THREADS") for w in workers} == {str(len(os.sched_getaffinity(0)))}
+
+
 @pytest.mark.slow
 def test_litellm_talks_to_the_serve_openai_route(tiny_engine):
     from cobalt.infer.llm import ChatModel

@@ -70,10 +70,20 @@ def _without_nulls(value):
     return value
 
 
+def _resolve_auto_threads(fields: dict) -> None:
+    """``OMP_NUM_THREADS: auto`` in the replica's env becomes this machine's usable cores. Ray sets
+    ``OMP_NUM_THREADS=1`` in every worker it starts unless told otherwise, and vLLM's CPU worker
+    inherits it, leaving all but one core idle during the forward pass."""
+    env = fields.get("runtime_env", {}).get("env_vars", {})
+    if env.get("OMP_NUM_THREADS") == "auto":
+        env["OMP_NUM_THREADS"] = str(len(os.sched_getaffinity(0)))
+
+
 def llm_config(model: str, cfg: EngineConfig):
     from ray.serve.llm import LLMConfig
 
     fields = _without_nulls(cfg.llm)
+    _resolve_auto_threads(fields)
     if "model_loading_config" in fields:
         raise ConfigError("engine config: set the model with --model, not llm.model_loading_config")
     local = Path(model).is_dir()
