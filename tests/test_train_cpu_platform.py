@@ -51,6 +51,18 @@ def test_plugin_is_discovered_through_the_verl_plugins_entry_point():
     assert out["loaded"] and out["registered"] == "PlatformCPU"
 
 
+def test_the_rollout_engine_is_not_pinned_to_one_core(monkeypatch):
+    # measured in a quickstart run: with vLLM's default binding the rollout's VLLM::Worker ran on
+    # CPU 0 only, with OMP_NUM_THREADS=1, while the trainer's own processes had 2 threads
+    from cobalt.train.cpu_platform import PlatformCPU
+
+    monkeypatch.delenv("VLLM_CPU_OMP_THREADS_BIND", raising=False)
+    env = PlatformCPU().rollout_env_vars()
+    assert env["VLLM_CPU_OMP_THREADS_BIND"] == "nobind" and env["VLLM_TARGET_DEVICE"] == "cpu"
+    monkeypatch.setenv("VLLM_CPU_OMP_THREADS_BIND", "0-3")  # a user's explicit binding wins
+    assert PlatformCPU().rollout_env_vars()["VLLM_CPU_OMP_THREADS_BIND"] == "0-3"
+
+
 def test_nothing_is_patched_unless_the_cpu_platform_is_selected():
     out = run_python(
         """

@@ -170,6 +170,9 @@ class PlatformCPU(PlatformBase):
     def rollout_env_vars(self) -> dict[str, str]:
         env = {"VLLM_TARGET_DEVICE": "cpu"}
         env["VLLM_CPU_KVCACHE_SPACE"] = os.environ.get("VLLM_CPU_KVCACHE_SPACE", "1")
+        # vLLM's default ("auto") pins its CPU worker to one core with one thread on a 2-core
+        # machine, reserving the other; unbound, the worker runs OMP_NUM_THREADS threads
+        env["VLLM_CPU_OMP_THREADS_BIND"] = os.environ.get("VLLM_CPU_OMP_THREADS_BIND", "nobind")
         return env
 
     def cudart(self) -> None:
