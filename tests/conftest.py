@@ -75,6 +75,33 @@ def evaluator_app(ray_cluster):
 
 
 @pytest.fixture(scope="session")
+def tiny_engine(ray_cluster, evaluator_app, tmp_path_factory):
+    """A tiny random policy served by the engine app (its own app name) on the session's cluster:
+    a real vLLM on Ray Serve with an OpenAI route, shared by the inference and judge tests (one
+    deploy, ~1 min, instead of one per module)."""
+    import yaml
+
+    from cobalt.config import load_config
+    from cobalt.serve.engine import load_engine_config, start_engine_app
+    from cobalt.train.tiny_policy import random_policy
+
+    work = tmp_path_factory.mktemp("engine")
+    model = random_policy(work / "random")
+    config = {**load_config("engine"), "app_name": "engine_tiny"}
+    config["llm"]["engine_kwargs"]["max_model_len"] = 4096  # 3 feedback turns of the random model
+    config_path = work / "engine_tiny.yaml"
+    config_path.write_text(yaml.safe_dump(config))
+    api_base = start_engine_app(str(model), load_engine_config(str(config_path)))
+    return {
+        "model": model,
+        "model_id": model.name,  # the OpenAI model name: the directory's name
+        "api_base": api_base,
+        "config": str(config_path),
+        "address": os.environ["RAY_ADDRESS"],
+    }
+
+
+@pytest.fixture(scope="session")
 def tiny_tokenizer_dir(tmp_path_factory):
     """A small byte-level BPE tokenizer with a ChatML template, built offline."""
     from cobalt.data.tokens import build_tiny_tokenizer

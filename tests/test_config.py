@@ -42,7 +42,9 @@ def test_the_paper_engine_config_builds_a_gpu_llm_config_without_the_cpu_setting
     assert llm.deployment_config["autoscaling_config"]["max_replicas"] == 8
     assert "num_replicas" not in llm.deployment_config  # autoscaling instead
     env = (llm.runtime_env or {}).get("env_vars", {})
-    assert not any(key.startswith("VLLM_CPU") or key in ("VLLM_TARGET_DEVICE", "OMP_NUM_THREADS") for key in env)
+    assert not any(
+        key.startswith("VLLM_CPU") or key in ("VLLM_TARGET_DEVICE", "OMP_NUM_THREADS") for key in env
+    )
     assert llm.accelerator_type is None
     assert "LocalModelDir" not in str(llm.callback_config.callback_class)  # a hub id: Ray downloads it
 

@@ -12,9 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-import yaml
 
-from cobalt.config import load_config
 from cobalt.data.embedded import problem_records
 from cobalt.jsonl import load_jsonl, write_jsonl
 
@@ -37,27 +35,6 @@ def problems_file(tmp_path_factory):
     path = tmp_path_factory.mktemp("problems") / "problems.jsonl"
     write_jsonl(path, problem_records(IDS))
     return path
-
-
-@pytest.fixture(scope="module")
-def tiny_engine(ray_cluster, evaluator_app, tmp_path_factory):
-    """The random tiny policy served by the engine app (its own app name), and its OpenAI URL."""
-    from cobalt.serve.engine import load_engine_config, start_engine_app
-    from cobalt.train.tiny_policy import random_policy
-
-    work = tmp_path_factory.mktemp("engine")
-    model = random_policy(work / "random")
-    config = {**load_config("engine"), "app_name": "engine_tiny"}
-    config["llm"]["engine_kwargs"]["max_model_len"] = 4096  # 3 feedback turns of the random model
-    config_path = work / "engine_tiny.yaml"
-    config_path.write_text(yaml.safe_dump(config))
-    api_base = start_engine_app(str(model), load_engine_config(str(config_path)))
-    return {
-        "model": model,
-        "api_base": api_base,
-        "config": str(config_path),
-        "address": os.environ["RAY_ADDRESS"],
-    }
 
 
 def _vllm_worker_envs() -> list[dict[str, str]]:
