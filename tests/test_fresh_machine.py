@@ -216,3 +216,14 @@ def test_joining_an_address_where_nothing_listens_fails_fast(tmp_path):
     )
     assert done.returncode != 0 and time.monotonic() - started < 15
     assert "ConnectionError: no Ray cluster answers at 127.0.0.1" in done.stderr, done.stderr[-2000:]
+
+
+@pytest.mark.parametrize("package", ["vllm", "ray", "verl", "transformers"])
+def test_setup_installed_the_heavy_packages_with_their_bytecode(package):
+    # uv does not byte-compile unless told to, and with PYTHONDONTWRITEBYTECODE set (as on these
+    # machines) no .pyc is ever written at import: every Ray worker then compiled vLLM, Ray and
+    # veRL from source, and CI's heavy tests took ~50 % longer
+    import importlib.util
+
+    origin = importlib.util.find_spec(package).origin
+    assert Path(importlib.util.cache_from_source(origin)).is_file(), f"{package}: no bytecode beside {origin}"
