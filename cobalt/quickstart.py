@@ -10,8 +10,8 @@ on them; the base and the trained model are evaluated side by side on held-out p
 
 Every stage is one of the project's command lines (run with ``--address`` on one private loopback
 Ray head that hosts the evaluator and engine apps, which the quickstart deploys before the stages
-that use them; the base model's trajectories and held-out evaluation run side by side), writes its output under the run directory
-and is skipped when that output is complete, so re-running the command resumes the newest
+that use them; the base model's trajectories and held-out evaluation run side by side), writes its
+output under the run directory and is skipped when that output is complete, so re-running the command resumes the newest
 unfinished run. The warm-up is part of the *base* model: both curves start from it.
 """
 

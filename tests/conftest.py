@@ -78,7 +78,7 @@ def evaluator_app(ray_cluster):
 def tiny_engine(ray_cluster, evaluator_app, tmp_path_factory):
     """A tiny random policy served by the engine app (its own app name) on the session's cluster:
     a real vLLM on Ray Serve with an OpenAI route, shared by the inference and judge tests (one
-    deploy, ~1 min, instead of one per module)."""
+    vLLM start-up per session instead of one per module)."""
     import yaml
 
     from cobalt.config import load_config
