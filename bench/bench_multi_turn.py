@@ -1,12 +1,13 @@
 """Multi-turn self-debugging throughput: the overlapped scheme vs the reference's, in one run.
 
-    .venv/bin/python bench/bench_multi_turn.py [--model DIR] [--problems 8] [--samples 4] [--turns 2]
+    .venv/bin/python bench/bench_multi_turn.py [--model DIR] [--problems 16] [--samples 4] [--turns 2]
 
 Both schemes run on the same engine (vLLM on Ray Serve, SmolLM2-135M-Instruct by default), the
 same evaluator app and the same cached turn-0 answers:
 
 * overlapped (``cobalt.infer.multi_turn``): every conversation moves to its next turn as soon as
-  its own program has run; ``--concurrency`` problems in flight; evaluator calls bounded, no sleeps.
+  its own program has run; ``--concurrency`` problems in flight (default: ``scripts/run_multi_turn.py``'s,
+  from ``configs/inference.yaml``); evaluator calls bounded, no sleeps.
 * reference: 2 problems at a time; each turn generates for all conversations of a problem, then
   executes them all, each evaluator call preceded by a random 0.1–1.1 s sleep.
 
@@ -72,22 +73,30 @@ async def time_scheme(name, records, model, executor, run_one, concurrency) -> d
 def main(argv=None) -> dict:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--model", default=None, help="model directory (default: SmolLM2 exported to a temp dir)")
-    p.add_argument("--problems", type=int, default=8)
+    p.add_argument("--problems", type=int, default=16)
     p.add_argument("--samples", type=int, default=4, help="conversations per problem")
     p.add_argument("--turns", type=int, default=2)
     p.add_argument("--max_tokens", type=int, default=160)
-    p.add_argument("--concurrency", type=int, default=8, help="problems in flight (overlapped scheme)")
+    p.add_argument(
+        "--concurrency",
+        type=int,
+        default=None,
+        help="problems in flight (overlapped scheme; default: configs/inference.yaml)",
+    )
     p.add_argument("--json", default=None, help="also write the report here")
     args = p.parse_args(argv)
 
+    from cobalt.config import load_config
     from cobalt.data import embedded
     from cobalt.data.embedded import problem_records
     from cobalt.data.execute import Executor
     from cobalt.infer.multi_turn import debug_problem
     from cobalt.infer.runtime import EngineSpec, open_runtime
     from cobalt.infer.single_turn import Sampling, sample_problem
+    from cobalt.serve.engine import llm_config, load_engine_config
     from cobalt.train.tiny_policy import export_smollm2
 
+    concurrency = args.concurrency or load_config("inference")["concurrency"]
     model_dir = args.model or str(export_smollm2(Path(tempfile.mkdtemp(prefix="bench-")) / "smollm2"))
     ids = [p["id"] for p in embedded.load_problems()[: args.problems]]
     problems = problem_records(ids)
@@ -108,7 +117,7 @@ def main(argv=None) -> dict:
                 "overlapped", singles, model, executor,
                 lambda r: debug_problem(r, model, executor, one, turns=args.turns,
                                         public_field="public_test_cases", thinking=False),
-                args.concurrency,
+                concurrency,
             )  # fmt: skip
             reference = await time_scheme(
                 "reference", singles, model, executor,
@@ -118,6 +127,7 @@ def main(argv=None) -> dict:
             return overlapped, reference
 
         overlapped, reference = asyncio.run(go())
+    engine_kwargs = llm_config(model_dir, load_engine_config()).engine_kwargs
     speedup = overlapped["problems_per_minute"] / reference["problems_per_minute"]
     report = {
         "model": model_dir,
@@ -125,6 +135,8 @@ def main(argv=None) -> dict:
         "samples": args.samples,
         "turns": args.turns,
         "max_tokens": args.max_tokens,
+        "concurrency": {"overlapped": concurrency, "reference": 2},
+        "engine": {k: engine_kwargs.get(k) for k in ("dtype", "max_num_seqs")},
         "overlapped": overlapped,
         "reference": reference,
         "speedup": round(speedup, 2),

@@ -60,6 +60,21 @@ def test_the_cpu_engine_config_gives_the_vllm_worker_every_usable_core(tmp_path)
     assert env["OMP_NUM_THREADS"] == str(len(os.sched_getaffinity(0)))
 
 
+def test_the_cpu_engine_config_computes_in_bfloat16_only_where_the_cpu_does(tmp_path, monkeypatch):
+    pytest.importorskip("ray.serve.llm")
+    from cobalt.serve import engine
+
+    cfg = engine.load_engine_config("engine")
+    assert cfg.llm["engine_kwargs"]["dtype"] == "cpu_auto"
+    for native, dtype in ((True, "bfloat16"), (False, "float32")):
+        monkeypatch.setattr(engine, "cpu_computes_bfloat16", lambda native=native: native)
+        assert engine.llm_config(str(tmp_path), cfg).engine_kwargs["dtype"] == dtype
+    assert cfg.llm["engine_kwargs"]["dtype"] == "cpu_auto"  # the loaded config is left as it was
+    assert engine.llm_config("Qwen/Qwen3-8B", engine.load_engine_config("engine_paper")).engine_kwargs[
+        "dtype"
+    ] == "bfloat16"
+
+
 def test_a_local_model_dir_skips_ray_llms_node_initialisation(tmp_path):
     pytest.importorskip("ray.serve.llm")
     import asyncio

@@ -79,11 +79,30 @@ def _resolve_auto_threads(fields: dict) -> None:
         env["OMP_NUM_THREADS"] = str(len(os.sched_getaffinity(0)))
 
 
+def cpu_computes_bfloat16() -> bool:
+    """Whether this CPU multiplies bfloat16 natively (AVX512-BF16 or AMX). Without it, torch emulates
+    bfloat16 and a matrix product runs ~35x slower than in float32."""
+    import torch
+
+    return torch.cpu._is_avx512_bf16_supported() or torch.cpu._is_amx_tile_supported()
+
+
+def _resolve_cpu_dtype(fields: dict) -> None:
+    """``dtype: cpu_auto`` becomes bfloat16 where this CPU computes it natively, float32 elsewhere
+    (SmolLM2 on 2 AMX cores, offline vLLM, 64 sequences: 350 tokens/s in bfloat16, 214 in float32).
+    Resolved on the deploying machine, like ``OMP_NUM_THREADS: auto``: a CPU cluster's nodes are
+    assumed alike."""
+    engine = fields.get("engine_kwargs", {})
+    if engine.get("dtype") == "cpu_auto":
+        engine["dtype"] = "bfloat16" if cpu_computes_bfloat16() else "float32"
+
+
 def llm_config(model: str, cfg: EngineConfig):
     from ray.serve.llm import LLMConfig
 
     fields = _without_nulls(cfg.llm)
     _resolve_auto_threads(fields)
+    _resolve_cpu_dtype(fields)
     if "model_loading_config" in fields:
         raise ConfigError("engine config: set the model with --model, not llm.model_loading_config")
     local = Path(model).is_dir()
