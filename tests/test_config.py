@@ -70,9 +70,10 @@ def test_the_cpu_engine_config_computes_in_bfloat16_only_where_the_cpu_does(tmp_
         monkeypatch.setattr(engine, "cpu_computes_bfloat16", lambda native=native: native)
         assert engine.llm_config(str(tmp_path), cfg).engine_kwargs["dtype"] == dtype
     assert cfg.llm["engine_kwargs"]["dtype"] == "cpu_auto"  # the loaded config is left as it was
-    assert engine.llm_config("Qwen/Qwen3-8B", engine.load_engine_config("engine_paper")).engine_kwargs[
-        "dtype"
-    ] == "bfloat16"
+    assert (
+        engine.llm_config("Qwen/Qwen3-8B", engine.load_engine_config("engine_paper")).engine_kwargs["dtype"]
+        == "bfloat16"
+    )
 
 
 def test_a_local_model_dir_skips_ray_llms_node_initialisation(tmp_path):
