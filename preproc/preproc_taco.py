@@ -1,4 +1,13 @@
+#!/usr/bin/env python3
 """TACO-verified → filtered problem records, split into train and dev (reference §6)."""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from cobalt._venv import use_project_python
+
+use_project_python()
 
 import argparse
 import os

@@ -1,5 +1,14 @@
+#!/usr/bin/env python3
 """Trajectories → one-step bandit prompts: dynamic sampling, max-variance down-sampling, turn
 cuts and the prompt-length limit (reference §7)."""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from cobalt._venv import use_project_python
+
+use_project_python()
 
 import argparse
 

@@ -1,4 +1,13 @@
+#!/usr/bin/env python3
 """Problem records → veRL train.parquet / test.parquet (reference §1)."""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from cobalt._venv import use_project_python
+
+use_project_python()
 
 from cobalt.data import cli
 

@@ -137,6 +137,12 @@ def test_grpo_on_cpu_learns_checkpoints_and_resumes(tmp_path, ray_head):
     checkpoint = tmp_path / "ckpt"
     assert (checkpoint / "latest_checkpointed_iteration.txt").read_text().strip() == "3"
     assert (checkpoint / "global_step_2" / "actor").is_dir()  # save_freq 2, and the last step
+    # every profile saves the policy in Hugging Face format: what the evaluation commands load
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    hf_dir = checkpoint / "global_step_2" / "actor" / "huggingface"
+    trained = AutoModelForCausalLM.from_pretrained(hf_dir)
+    assert trained.config.vocab_size == AutoConfig.from_pretrained(tmp_path / "policy").vocab_size
 
     timings["run_2"] = launch(
         tmp_path,
