@@ -1,13 +1,15 @@
 """The commands the README and docs/ tell users to type run as written from a fresh terminal: every
 ``scripts/*.py`` and ``preproc/*.py`` they name is executable and answers ``--help`` when started
-directly by a shell whose ``python3`` is not the project's, and a README block activates the
-project's environment before it calls ``python``, ``serve`` or ``ray`` bare."""
+directly by a shell whose ``python3`` is not the project's, every ``python -m cobalt...`` module
+answers ``--help``, and a README block activates the project's environment before it calls
+``python``, ``serve`` or ``ray`` bare."""
 
 from __future__ import annotations
 
 import os
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -15,10 +17,11 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 COMMAND = re.compile(r"(?<![\w/.])((?:scripts|preproc)/\w+\.py)\b")
+MODULE = re.compile(r"python -m (cobalt[\w.]+)")
 
 
-def documented_commands() -> list[str]:
-    return sorted({name for doc in DOCS for name in COMMAND.findall(doc.read_text())})
+def documented(pattern: re.Pattern) -> list[str]:
+    return sorted({name for doc in DOCS for name in pattern.findall(doc.read_text())})
 
 
 def fresh_terminal_env() -> dict[str, str]:
@@ -30,18 +33,26 @@ def fresh_terminal_env() -> dict[str, str]:
 
 
 def test_the_docs_name_the_pipelines_commands():
-    names = documented_commands()
-    for expected in ("scripts/run_single_turn.py", "preproc/process_multi_turn_taco.py"):
+    names = documented(COMMAND) + documented(MODULE)
+    for expected in ("scripts/run_single_turn.py", "preproc/process_multi_turn_taco.py", "cobalt.train.sft"):
         assert expected in names, names
 
 
-@pytest.mark.parametrize("command", documented_commands())
+@pytest.mark.parametrize("command", documented(COMMAND))
 def test_a_documented_command_runs_as_written(command):
     path = ROOT / command
     assert path.is_file(), f"{command} is named in the docs but does not exist"
     assert os.access(path, os.X_OK), f"{command} is not executable: the docs run it as ./{command}"
     proc = subprocess.run(
         [command, "--help"], cwd=ROOT, env=fresh_terminal_env(), capture_output=True, text=True, timeout=300
+    )
+    assert proc.returncode == 0 and "usage:" in proc.stdout, proc.stderr[-2000:]
+
+
+@pytest.mark.parametrize("module", documented(MODULE))
+def test_a_documented_module_answers_help(module):
+    proc = subprocess.run(
+        [sys.executable, "-m", module, "--help"], cwd=ROOT, capture_output=True, text=True, timeout=300
     )
     assert proc.returncode == 0 and "usage:" in proc.stdout, proc.stderr[-2000:]
 
