@@ -19,7 +19,7 @@ from cobalt.data.trajectories import validate
 from cobalt.errors import DataError
 from cobalt.eval.hidden import evaluate_record
 from cobalt.eval.passk import pass_at_1_per_turn, pass_at_k
-from cobalt.eval.report import summarize, write_reports
+from cobalt.eval.report import pass_at_1_figure, summarize, write_reports
 from cobalt.infer.multi_turn import debug_problem
 from cobalt.infer.records import load_problems, load_single_turn
 from cobalt.infer.single_turn import Sampling, sample_problem
@@ -225,6 +225,18 @@ def test_summary_table_and_plot(tmp_path):
     assert "| 1 | 75.00 | +50.00 |" in (tmp_path / "eval.summary.md").read_text()
     with open(paths["plot"], "rb") as png:
         assert png.read(8) == b"\x89PNG\r\n\x1a\n"
+
+
+def test_the_plot_counts_turns_in_whole_numbers_and_percentages_from_zero():
+    import matplotlib.pyplot as plt
+
+    flat = {"base": {"pass_at_1": [0.0] * 5}, "trained": {"pass_at_1": [0.0] * 5}}
+    ax = pass_at_1_figure(flat).axes[0]
+    assert list(ax.get_xticks()) == [0, 1, 2, 3, 4]  # no "turn 0.5"
+    assert ax.get_ylim()[0] == 0 and ax.get_ylim()[1] > 0  # a 0 % curve sits on the axis
+    high = pass_at_1_figure({"m": {"pass_at_1": [50.0, 100.0]}}).axes[0]
+    assert high.get_ylim() == (0, 105.0)
+    plt.close("all")
 
 
 def test_engine_errors_transient_ones_are_retried_and_context_overflow_says_what_to_change(monkeypatch):

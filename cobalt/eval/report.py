@@ -42,7 +42,9 @@ def markdown_table(summaries: dict[str, dict]) -> str:
     return "\n".join([head, rule, *rows]) + "\n"
 
 
-def plot(summaries: dict[str, dict], path: str | Path, title: str = "Pass@1 per turn (hidden tests)") -> None:
+def pass_at_1_figure(summaries: dict[str, dict], title: str = "Pass@1 per turn (hidden tests)"):
+    """One curve per summary; turns as integer ticks, the percentage axis from 0 (a flat 0 % curve
+    sits on the axis instead of in the middle of a made-up range around it)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -51,12 +53,22 @@ def plot(summaries: dict[str, dict], path: str | Path, title: str = "Pass@1 per 
     fig, ax = plt.subplots(figsize=(6, 4), dpi=120)
     for name, s in summaries.items():
         ax.plot(range(len(s["pass_at_1"])), s["pass_at_1"], marker="o", label=name)
+    ax.set_xticks(range(max(len(s["pass_at_1"]) for s in summaries.values())))
+    highest = max((v for s in summaries.values() for v in s["pass_at_1"]), default=0.0)
+    ax.set_ylim(0, min(105.0, max(5.0, highest * 1.15)))
     ax.set_xlabel("assistant turn (0 = first answer)")
     ax.set_ylabel("Pass@1 (%)")
     ax.set_title(title)
     ax.grid(alpha=0.3)
     ax.legend()
     fig.tight_layout()
+    return fig
+
+
+def plot(summaries: dict[str, dict], path: str | Path, title: str = "Pass@1 per turn (hidden tests)") -> None:
+    import matplotlib.pyplot as plt
+
+    fig = pass_at_1_figure(summaries, title)
     with atomic_output(path, overwrite=True) as tmp:
         fig.savefig(tmp, format="png")
     plt.close(fig)
