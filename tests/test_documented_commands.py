@@ -42,7 +42,7 @@ def test_the_docs_name_the_pipelines_commands():
 def test_a_documented_command_runs_as_written(command):
     path = ROOT / command
     assert path.is_file(), f"{command} is named in the docs but does not exist"
-    assert os.access(path, os.X_OK), f"{command} is not executable: the docs run it as ./{command}"
+    assert os.access(path, os.X_OK), f"{command} is not executable, but the docs run it directly"
     proc = subprocess.run(
         [command, "--help"], cwd=ROOT, env=fresh_terminal_env(), capture_output=True, text=True, timeout=300
     )
