@@ -35,12 +35,10 @@ def main(argv=None) -> list[dict]:
     os.environ.setdefault("OMP_NUM_THREADS", str(len(os.sched_getaffinity(0))))
     from vllm import LLM, SamplingParams
 
-    from cobalt.serve.engine import cpu_computes_bfloat16
+    from cobalt.serve.engine import resolve_dtype
     from cobalt.train.tiny_policy import export_smollm2
 
-    dtype = args.dtype
-    if dtype == "cpu_auto":
-        dtype = "bfloat16" if cpu_computes_bfloat16() else "float32"
+    dtype = resolve_dtype(args.dtype)
     model = args.model or str(export_smollm2(Path(tempfile.mkdtemp(prefix="bench-")) / "smollm2"))
     llm = LLM(model=model, max_num_seqs=max(batches), dtype=dtype, enforce_eager=True, max_model_len=2048)
     sampling = SamplingParams(temperature=0.6, top_p=0.95, max_tokens=args.max_tokens, ignore_eos=True)

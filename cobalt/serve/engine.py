@@ -93,8 +93,15 @@ def _resolve_cpu_dtype(fields: dict) -> None:
     Resolved on the deploying machine, like ``OMP_NUM_THREADS: auto``: a CPU cluster's nodes are
     assumed alike."""
     engine = fields.get("engine_kwargs", {})
-    if engine.get("dtype") == "cpu_auto":
-        engine["dtype"] = "bfloat16" if cpu_computes_bfloat16() else "float32"
+    if "dtype" in engine:
+        engine["dtype"] = resolve_dtype(engine["dtype"])
+
+
+def resolve_dtype(dtype: str) -> str:
+    """``cpu_auto`` as this machine computes it best; any other dtype unchanged."""
+    if dtype != "cpu_auto":
+        return dtype
+    return "bfloat16" if cpu_computes_bfloat16() else "float32"
 
 
 def llm_config(model: str, cfg: EngineConfig):
