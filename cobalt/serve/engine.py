@@ -27,7 +27,7 @@ from ray.llm._internal.common.callbacks.base import CallbackBase
 
 from cobalt.config import from_dict, load_config
 from cobalt.errors import ConfigError
-from cobalt.train.stale import warn_if_stale
+from cobalt.stale import warn_if_stale
 
 log = logging.getLogger("cobalt.serve.engine")
 

@@ -28,8 +28,8 @@ from typing import Any
 import torch
 from verl.plugin.platform import PlatformBase, PlatformRegistry
 
+from cobalt.stale import warn_if_stale
 from cobalt.train.import_hooks import when_imported
-from cobalt.train.stale import warn_if_stale
 
 log = logging.getLogger("cobalt.train.cpu_platform")
 

@@ -16,8 +16,8 @@ import transfer_queue as tq
 from verl.trainer.ppo.v1.trainer_base import register_trainer
 from verl.trainer.ppo.v1.trainer_sync import PPOTrainerSync
 
+from cobalt.stale import warn_if_stale
 from cobalt.train.reward_manager import EXTRA_KEYS
-from cobalt.train.stale import warn_if_stale
 
 TRAINER_MODE = "cobalt_sync"
 # It overrides PPOTrainerSync._compute_metrics and reads TransferQueue's batch fields.

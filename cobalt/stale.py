@@ -1,6 +1,8 @@
 """Code that reaches into a library's internals (the CPU platform's patches, the cobalt_sync
-trainer) records the versions it was written for; on other installed versions it warns once per
-process, naming itself, so an upgrade that may have made it wrong or unneeded is noticed."""
+trainer, the engine's model-directory callback) records the versions it was written for; on
+other installed versions it warns once per process, naming itself, so an upgrade that may have
+made it wrong or unneeded is noticed. A leaf beneath serving and training: it imports nothing
+of the project."""
 
 from __future__ import annotations
 
@@ -8,7 +10,7 @@ import importlib.metadata
 import logging
 from collections.abc import Mapping
 
-log = logging.getLogger("cobalt.train.stale")
+log = logging.getLogger("cobalt.stale")
 _warned: set[str] = set()
 
 
