@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from cobalt.eval.passk import pass_at_1_per_turn
 from cobalt.jsonl import atomic_output, read_jsonl
+from cobalt.passk import pass_at_1_per_turn
 
 
 def summarize(evaluated_file: str) -> dict:

@@ -166,9 +166,9 @@ def single_turn_main(argv=None) -> None:
     args = p.parse_args(argv)
 
     def body():
-        from cobalt.eval.passk import pass_at_k_summary
         from cobalt.infer.records import load_problems
         from cobalt.infer.single_turn import sample_problem
+        from cobalt.passk import pass_at_k_summary
 
         problems = load_problems(args.input_file)
         opts = sampling(args, args.num_completions)
