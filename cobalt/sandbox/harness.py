@@ -217,7 +217,7 @@ def run_child(program, fds, workdir, limits, stdio, parent):
         os.closerange(3, MAX_FDS)
         os.environ["OMP_NUM_THREADS"] = "1"
         limit_program(limits)
-        sys.stdin, sys.stdout, sys.stderr = stdio
+        sys.stdin, sys.stdout, sys.stderr = sys.__stdin__, sys.__stdout__, sys.__stderr__ = stdio
         sys.argv = [PROGRAM_NAME]
         sys.path[0:0] = [os.path.dirname(workdir)]  # as for `python3 solution.py`
         disable_destructive_functions()
@@ -227,22 +227,33 @@ def run_child(program, fds, workdir, limits, stdio, parent):
 
 
 def run_program(program):
-    """Execute the compiled program like ``python3 solution.py``; return the exit status."""
+    """Execute the compiled program like ``python3 solution.py``; return the exit status. At the
+    end, as the interpreter's exit does: wait for non-daemon threads, run the atexit handlers (fast-
+    output templates write their buffer there), flush the standard streams the program left open."""
     status = 0
     try:
         exec(program, {"__name__": "__main__", "__builtins__": builtins, "__file__": PROGRAM_NAME})
-        if "threading" in sys.modules:  # wait for non-daemon threads, as interpreter exit does
+        if "threading" in sys.modules:
             sys.modules["threading"]._shutdown()
     except SystemExit as exc:
         status = exit_status(exc)
     except BaseException as exc:  # noqa: BLE001 - any uncaught error ends the program
         status = 1
         print_user_traceback(exc)
-    for stream in (sys.stdout, sys.stderr):
+    if "atexit" in sys.modules:  # imported only by programs that may have registered handlers
+        sys.modules["atexit"]._run_exitfuncs()  # prints and ignores their errors, as python3 does
+    return flush_standard_streams(status)
+
+
+def flush_standard_streams(status):
+    """Flush stdout and stderr (the program's and the original ones) unless the program closed
+    them; a failing flush turns a clean exit into 120, as in CPython's finalisation."""
+    for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
         try:
-            stream.flush()
-        except BaseException:  # noqa: BLE001 - e.g. the output was closed
-            status = status or 1
+            if not getattr(stream, "closed", True):
+                stream.flush()
+        except BaseException:  # noqa: BLE001 - e.g. a broken pipe
+            status = status or 120
     return status
 
 
