@@ -66,7 +66,12 @@ def as_python3(code: str, stdin: str, tmp_path) -> tuple[str, int]:
     path = tmp_path / "solution.py"
     path.write_text(code)
     done = subprocess.run(
-        [PYTHON, "-S", str(path)], input=stdin, capture_output=True, text=True, timeout=60, cwd=tmp_path,
+        [PYTHON, "-S", str(path)],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
         env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"},  # as in the sandbox: no PYTHONUNBUFFERED
     )
     return done.stdout, done.returncode
