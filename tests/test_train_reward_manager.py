@@ -173,11 +173,18 @@ def test_tuple_and_dict_results_and_their_details():
     async def detailed(data_source, solution_str, ground_truth, extra_info):
         if extra_info["index"] == 0:
             return (0.2, {"ignored": True})
-        return {"score": -0.9, "pass_rate": 0.5, "improvement": 0.25, "format_reward": -0.9}
+        return {
+            "score": -0.4,
+            "pass_rate": 0.5,
+            "correctness": 0.25,
+            "improvement": 0.25,
+            "format_reward": -0.9,
+        }
 
     _, extras = score(make_manager(detailed), make_batch([2, 2]))
-    assert extras["acc"] == [0.2, -0.9]
+    assert extras["acc"] == [0.2, -0.4]
     assert extras["pass_rate"] == [0.0, 0.5] and extras["improvement"] == [0.0, 0.25]
+    assert extras["correctness"] == [0.0, 0.25] and extras["format_reward"] == [0.0, -0.9]
     assert extras["format_penalized"] == [0.0, 1.0]
 
 

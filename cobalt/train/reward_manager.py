@@ -52,7 +52,10 @@ log.setLevel(logging.INFO)
 EXTRA_KEYS = (
     "acc",  # the score (reference: batch["acc"])
     "pass_rate",  # fraction of tests passed (0 when unknown or failed)
-    "improvement",  # pass-rate gain over extra_info.prev_best_pass_rate (0 when unknown)
+    "correctness",  # the reward's correctness term (0 when unknown)
+    "improvement",  # the reward's improvement term (else the pass-rate gain over
+    # extra_info.prev_best_pass_rate; 0 when unknown)
+    "format_reward",  # the format term (0 when unknown)
     "format_penalized",  # 1 when the format term was negative
     "evaluator_failure",  # 1 when scoring raised or timed out (score = failure_score), or the
     # reward reported an evaluator error (details["evaluator_error"])
@@ -111,7 +114,9 @@ def extra_info_for(score: float, details: dict, prev_best: float, failed: bool, 
     return {
         "acc": score,
         "pass_rate": pass_rate,
+        "correctness": float(details.get("correctness", 0.0) or 0.0),
         "improvement": float(improvement),
+        "format_reward": format_reward,
         "format_penalized": float(format_reward < 0),
         "evaluator_failure": float(failed or bool(details.get("evaluator_error"))),
         "evaluator_timeout": float(timed_out),

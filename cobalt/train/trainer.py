@@ -4,7 +4,8 @@ veRL logs the reward manager's per-item ``reward_extra_info`` for validation onl
 (``val-aux/<data_source>/<key>/mean@n``). This trainer (``trainer.v1.trainer_mode=cobalt_sync``,
 registered by :mod:`cobalt.train.verl_plugin`) adds, for every training step,
 ``reward/<key>/mean`` for each key of :data:`cobalt.train.reward_manager.EXTRA_KEYS` (pass rate,
-improvement, format penalty rate, evaluator failure and timeout rates, acc) and
+the reward's parts correctness, improvement and format, format penalty rate, evaluator failure
+and timeout rates, acc) and
 ``reward/evaluator_failure/count``, and ``reward/groups_with_spread/fraction`` (the GRPO groups
 whose responses did not all score the same: the ones with a learning signal).
 """
