@@ -198,3 +198,106 @@ def test_files_within_the_bound_are_written_and_read_as_usual(cfg):
         "print('SAFE' if os.path.getsize('d/b') == 15 << 20 else 'LOST')\n"
     )
     assert run(program, cfg)["passing"] == [True]
+
+
+# --- kernel interfaces and shared state outside the namespaces (issue 20, item 5) --------------
+
+DANGEROUS_SYSCALLS = (
+    "import ctypes, os\nlibc = ctypes.CDLL(None, use_errno=True)\nlibc.syscall.restype = ctypes.c_long\n"
+    "x86 = os.uname().machine == 'x86_64'\n"
+    "calls = {'io_uring_setup': (425, 8, ctypes.create_string_buffer(120)),\n"
+    "         'userfaultfd': (323 if x86 else 282, 0), 'bpf': (321 if x86 else 280, 0, 0, 0),\n"
+    "         'perf_event_open': (298 if x86 else 241, 0, 0, -1, -1, 0),\n"
+    "         'add_key': (248 if x86 else 217, b'user', b'k', b'v', 1, -3),\n"
+    "         'keyctl': (250 if x86 else 219, 0, -3, 0)}\n"
+    "for name, (number, *args) in calls.items():\n"
+    "    print(name, 'OPEN' if libc.syscall(number, *args) >= 0 else 'refused')\n"
+)
+
+
+def test_dangerous_kernel_interfaces_are_refused(cfg):
+    lines = output_of(run(DANGEROUS_SYSCALLS, cfg)).split("\n")
+    verdicts = dict(line.split() for line in lines if line.endswith(("OPEN", "refused")))
+    assert len(verdicts) == 6 and set(verdicts.values()) == {"refused"}, verdicts
+
+
+def test_no_terminal_to_push_input_into(cfg):
+    program = (
+        "import ctypes\nlibc = ctypes.CDLL(None)\n"
+        "try:\n    open('/dev/tty').close(); print('TTY')\nexcept OSError:\n    print('no tty')\n"
+        "print('STI' if libc.ioctl(0, 0x5412, b'x') == 0 else 'refused')\n"
+    )
+    assert output_of(run(program, cfg)).split()[:3] == ["no", "tty", "refused"]
+
+
+def _sysv_keys(kind: str) -> set[int]:
+    lines = Path(f"/proc/sysvipc/{kind}").read_text().splitlines()[1:]
+    return {int(line.split()[0]) for line in lines}
+
+
+@pytest.mark.parametrize(
+    "kind, call", [("shm", "shmget(key, 4096, 0o1666)"), ("sem", "semget(key, 1, 0o1666)")]
+)
+def test_system_v_ipc_does_not_reach_the_host(cfg, kind, call):
+    key = uuid.uuid4().int & 0x3FFFFFFF
+    program = f"import ctypes\nlibc = ctypes.CDLL(None)\nkey = {key}\nprint(libc.{call})\n"
+    run(program, cfg)
+    assert key not in _sysv_keys(kind)
+
+
+def test_udp_datagrams_do_not_reach_a_loopback_socket(cfg):
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as server:
+        server.bind(("127.0.0.1", 0))
+        server.settimeout(0.5)
+        port = server.getsockname()[1]
+        program = (
+            "import socket\ntry:\n    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
+            f"    s.sendto(b'LEAK', ('127.0.0.1', {port})); print('sent')\nexcept OSError:\n    print('refused')\n"
+        )
+        run(program, cfg)
+        with pytest.raises(TimeoutError):
+            server.recvfrom(16)
+
+
+@pytest.mark.parametrize("address", ["abstract", "pathname"])
+def test_unix_sockets_of_the_host_are_unreachable(cfg, address, scratch_root):
+    if address == "abstract":
+        name = f"\0cobalt-attack-{uuid.uuid4().hex}"
+    else:  # a socket anyone may connect to, in a directory anyone may pass through
+        name = str(scratch_root / f"host-{uuid.uuid4().hex[:8]}.sock")
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as server:
+        server.bind(name)
+        if address == "pathname":
+            os.chmod(name, 0o777)
+        server.listen(1)
+        server.settimeout(0.5)
+        program = (
+            "import socket\ntry:\n    s = socket.socket(socket.AF_UNIX)\n"
+            f"    s.connect({name!r}); print('CONNECTED')\nexcept OSError:\n    print('refused')\n"
+        )
+        result = run(program, cfg)
+        assert "CONNECTED" not in output_of(result)
+        with pytest.raises(TimeoutError):
+            server.accept()
+    if address == "pathname":
+        os.unlink(name)
+
+
+def test_other_processes_command_lines_are_invisible(cfg):
+    secret = f"cobalt-secret-{uuid.uuid4().hex}"
+    import subprocess
+    import sys
+
+    holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)", secret])
+    try:
+        program = (
+            "import os\nseen = []\ntry:\n    pids = os.listdir('/proc')\nexcept OSError:\n    pids = []\n"
+            "for pid in pids:\n"
+            "    try:\n        seen.append(open(f'/proc/{pid}/cmdline', 'rb').read())\n"
+            "    except OSError:\n        pass\n"
+            f"print('LEAK' if any({secret!r}.encode() in c for c in seen) else 'hidden', len(seen))\n"
+        )
+        assert output_of(run(program, cfg)).startswith("hidden")
+    finally:
+        holder.kill()
+        holder.wait()

@@ -173,6 +173,71 @@ def apply_landlock(spec):
     os.close(ruleset)
 
 
+# --- seccomp: system calls no program needs (both backends) -----------------------------------
+
+# Kernel interfaces with a long record of privilege escalations, shared state outside the sandbox's
+# namespaces (System V IPC, keyrings: the landlock backend has no IPC namespace) or the network
+# (socket(): the landlock backend has no network namespace; socketpair() stays, asyncio needs it).
+# They fail with EPERM. Numbers per architecture: {name: (x86_64, aarch64)}.
+DENIED_SYSCALLS = {
+    "io_uring_setup": (425, 425), "io_uring_enter": (426, 426), "io_uring_register": (427, 427),
+    "userfaultfd": (323, 282), "bpf": (321, 280), "perf_event_open": (298, 241),
+    "add_key": (248, 217), "request_key": (249, 218), "keyctl": (250, 219),
+    "shmget": (29, 194), "shmat": (30, 196), "shmctl": (31, 195),
+    "semget": (64, 190), "semop": (65, 193), "semctl": (66, 191), "semtimedop": (220, 192),
+    "msgget": (68, 186), "msgsnd": (69, 189), "msgrcv": (70, 188), "msgctl": (71, 187),
+    "socket": (41, 198),
+}
+IOCTL = (16, 29)
+TIOCSTI = 0x5412  # push characters into a terminal's input: a way out through a shared tty
+AUDIT_ARCHES = {"x86_64": (0xC000003E, 0), "aarch64": (0xC00000B7, 1)}  # (audit arch, column)
+X32_SYSCALL_BIT = 0x40000000  # x86_64's x32 ABI: the same calls under other numbers
+BPF_LD_W_ABS, BPF_JEQ_K, BPF_JGE_K, BPF_RET_K = 0x20, 0x15, 0x35, 0x06
+RET_ALLOW, RET_EPERM, RET_KILL = 0x7FFF0000, 0x00050000 | 1, 0x80000000
+
+
+class _SockFilter(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint16), ("jt", ctypes.c_uint8), ("jf", ctypes.c_uint8),
+                ("k", ctypes.c_uint32)]
+
+
+class _SockFprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_uint16), ("filter", ctypes.POINTER(_SockFilter))]
+
+
+def seccomp_program(machine):
+    """The BPF filter: other architectures (i386 via int 0x80) are killed, the x32 ABI and the
+    calls above get EPERM, ioctl(TIOCSTI) too; everything else is allowed."""
+    arch, column = AUDIT_ARCHES[machine]
+    denied = sorted({numbers[column] for numbers in DENIED_SYSCALLS.values()})
+    prog = [(BPF_LD_W_ABS, 0, 0, 4), (BPF_JEQ_K, 1, 0, arch), (BPF_RET_K, 0, 0, RET_KILL),
+            (BPF_LD_W_ABS, 0, 0, 0)]
+    if machine == "x86_64":
+        prog += [(BPF_JGE_K, 0, 1, X32_SYSCALL_BIT), (BPF_RET_K, 0, 0, RET_EPERM)]
+    for number in denied:
+        prog += [(BPF_JEQ_K, 0, 1, number), (BPF_RET_K, 0, 0, RET_EPERM)]
+    prog += [(BPF_JEQ_K, 0, 3, IOCTL[column]),
+             (BPF_LD_W_ABS, 0, 0, 24),  # low 32 bits of the second argument (the request)
+             (BPF_JEQ_K, 0, 1, TIOCSTI), (BPF_RET_K, 0, 0, RET_EPERM),
+             (BPF_RET_K, 0, 0, RET_ALLOW)]
+    return prog
+
+
+def apply_seccomp():
+    """Install the filter on this process and (inherited) every process it starts."""
+    machine = os.uname().machine
+    if machine not in AUDIT_ARCHES:
+        raise OSError(f"no seccomp filter for {machine}")
+    prog = seccomp_program(machine)
+    array = (_SockFilter * len(prog))(*(_SockFilter(*insn) for insn in prog))
+    fprog = _SockFprog(len(prog), array)
+    libc = ctypes.CDLL(None, use_errno=True)
+    PR_SET_NO_NEW_PRIVS, PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 38, 22, 2
+    libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+    if libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "seccomp filter refused")
+
+
 # --- one test: the child side --------------------------------------------------------------------
 
 def print_user_traceback(exc):
@@ -205,7 +270,7 @@ def die_with(parent):
         os._exit(1)
 
 
-def run_child(program, fds, workdir, limits, stdio, parent):
+def run_child(program, fds, workdir, limits, stdio, parent, landlock):
     """In the forked child: wire up stdio, lock down, run the program, exit. Never returns."""
     status = 1
     try:
@@ -215,6 +280,8 @@ def run_child(program, fds, workdir, limits, stdio, parent):
         for target, fd in enumerate(fds):
             os.dup2(fd, target)
         os.closerange(3, MAX_FDS)
+        if landlock:  # the harness reads its children's /proc entries; the program reads none
+            apply_landlock({**landlock, "read": [p for p in landlock["read"] if p != "/proc"]})
         os.environ["OMP_NUM_THREADS"] = "1"
         limit_program(limits)
         sys.stdin, sys.stdout, sys.stderr = sys.__stdin__, sys.__stdout__, sys.__stderr__ = stdio
@@ -290,7 +357,7 @@ class Loop:
             self.epoll.unregister(fd)
 
 
-def start_test(index, program, data, limits, loop, stdio):
+def start_test(index, program, data, limits, loop, stdio, landlock):
     """Fork a child running the program on one input in a fresh directory of its own (removed
     when the test ends)."""
     workdir = os.path.abspath(f"test-{index}")
@@ -301,7 +368,7 @@ def start_test(index, program, data, limits, loop, stdio):
     parent = os.getpid()
     pid = os.fork()
     if pid == 0:
-        run_child(program, (in_r, out_w, err_w), workdir, limits, stdio, parent)
+        run_child(program, (in_r, out_w, err_w), workdir, limits, stdio, parent, landlock)
     try:
         os.setpgid(pid, pid)
     except OSError:
@@ -513,7 +580,7 @@ def fresh_stdio():
             open(2, "w", encoding="utf-8", errors="backslashreplace", closefd=False))
 
 
-def run_tests(program, inputs, limits, emit):
+def run_tests(program, inputs, limits, emit, landlock=None):
     """Run every input with at most ``limits['concurrency']`` children at once."""
     loop = Loop()
     stdio = fresh_stdio()
@@ -525,7 +592,7 @@ def run_tests(program, inputs, limits, emit):
     while (pending or running) and time.monotonic() < give_up_at:
         while pending and len(running) < limits["concurrency"]:
             index = pending.pop()
-            run = start_test(index, program, inputs[index], limits, loop, stdio)
+            run = start_test(index, program, inputs[index], limits, loop, stdio, landlock)
             running[run.pid] = run
         wake_at = min(min(r.deadline for r in running.values()), disk.next_check)
         for fd, _ in loop.epoll.poll(max(0.0, wake_at - time.monotonic())):
@@ -582,6 +649,7 @@ def main():
     limits = request["limits"]
     if request["landlock"]:
         apply_landlock(request["landlock"])
+    apply_seccomp()
     limit_sandbox(limits)
     out = sys.stdout.buffer
 
@@ -603,7 +671,7 @@ def main():
         return
     gc.freeze()  # children then do not touch (copy) the harness's objects when they collect
     try:
-        run_tests(program, request["inputs"], limits, emit)
+        run_tests(program, request["inputs"], limits, emit, request["landlock"])
     finally:
         end_sandbox(limits)
 

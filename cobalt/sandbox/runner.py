@@ -10,7 +10,12 @@ Two backends, chosen by ``sandbox.backend`` (``auto`` picks the first that works
   program is not root even inside its namespace and RLIMIT_NPROC bounds fork bombs.
 * ``landlock``: for machines without user namespaces. The harness runs as the slot's uid with
   no-new-privs and a Landlock ruleset (read-only system dirs, the scratch dir, no TCP, signals
-  scoped to the sandbox); leftover processes of the uid are killed afterwards. Needs root.
+  and abstract sockets scoped to the sandbox; the program itself cannot read /proc); leftover
+  processes of the uid are killed afterwards. Needs root.
+
+In both, the harness installs a seccomp filter before anything runs (harness.py: ``socket()``,
+System V IPC, keyrings, io_uring, userfaultfd, bpf, perf_event_open and TIOCSTI are refused): what
+namespaces hide in one backend is refused outright in the other.
 
 Host scratch dirs live in ``<scratch_root>/cobalt-scratch-<euid>/slot-<k>/``; whoever holds slot
 ``k`` removes what an earlier holder left there (one killed mid-request), and each process, when it
