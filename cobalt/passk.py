@@ -39,13 +39,19 @@ def pass_at_k_summary(single_turn_output: str, ks: list[int]) -> dict:
     return {key: round(value, 2) for key, value in summary.items() if value is not None}
 
 
-def pass_at_1_per_turn(all_pass_rates: list[list[list[float]]]) -> list[float]:
-    """Pass@1 in % at each assistant turn, over problems given as K × T hidden pass-rate grids
-    (a sample is correct when it passes every hidden test)."""
+def pass_at_1_per_problem(all_pass_rates: list[list[list[float]]]) -> list[list[float]]:
+    """Pass@1 in % of each problem (rows) at each assistant turn that every problem has, from its
+    K × T hidden pass-rate grid (a sample is correct when it passes every hidden test)."""
     if not all_pass_rates:
         return []
     turns = min(len(grid[0]) for grid in all_pass_rates)
     return [
-        mean_pass_at_k([(len(grid), sum(row[t] == 1 for row in grid)) for grid in all_pass_rates], 1)
-        for t in range(turns)
+        [100.0 * pass_at_k(len(grid), sum(row[t] == 1 for row in grid), 1) for t in range(turns)]
+        for grid in all_pass_rates
     ]
+
+
+def pass_at_1_per_turn(all_pass_rates: list[list[list[float]]]) -> list[float]:
+    """Pass@1 in % at each assistant turn: the mean over problems of :func:`pass_at_1_per_problem`."""
+    per_problem = pass_at_1_per_problem(all_pass_rates)
+    return [sum(column) / len(column) for column in zip(*per_problem)]

@@ -6,7 +6,8 @@ on them; the base and the trained model are evaluated side by side on held-out p
 
     model export → SFT warm-up (training problems) → single-turn → multi-turn (2 turns)
     → hidden-test evaluation → bandit prompts → veRL parquet → GRPO
-    → multi-turn evaluation (4 turns) of base and trained on held-out problems → report.md
+    → multi-turn evaluation (4 turns) of base and trained on held-out problems → report/
+      (cobalt.eval.quickstart_report)
 
 Every stage is one of the project's command lines (run with ``--address`` on one private loopback
 Ray head that hosts the evaluator and engine apps, which the quickstart deploys before the stages
@@ -31,7 +32,8 @@ from datetime import datetime
 from pathlib import Path
 
 from cobalt.config import from_dict, load_config
-from cobalt.jsonl import load_jsonl, write_jsonl
+from cobalt.eval.quickstart_report import METRICS_FILE, RunRecord, write_report
+from cobalt.jsonl import write_jsonl
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -410,7 +412,7 @@ def grpo(run: Run, parquet_dir: Path, model: Path) -> Path:
                   f"trainer.total_training_steps={run.cfg.grpo_steps}",
                   f"trainer.save_freq={run.cfg.grpo_steps}",
                   *fitted_lengths(run.cfg.train_profile, parquet_dir / "train.parquet", model),
-              ], env={"VERL_FILE_LOGGER_PATH": str(run.root / "grpo_metrics.jsonl")}))  # fmt: skip
+              ], env={"VERL_FILE_LOGGER_PATH": str(run.root / METRICS_FILE)}))  # fmt: skip
     return out
 
 
@@ -453,115 +455,6 @@ def stop_engine(run: Run) -> None:
     if app in serve.status().applications:
         log(f"stopping the engine app {app!r}")
         serve.delete(app)
-
-
-# -------------------------------------------------------------------------------------- report
-def grpo_steps(metrics_file: Path) -> list[dict]:
-    rows = []
-    for entry in load_jsonl(metrics_file) if metrics_file.exists() else []:
-        data = entry.get("data", {})
-        rows.append({
-            "step": entry.get("step"),
-            "reward_mean": data.get("critic/score/mean"),
-            "pass_rate_mean": data.get("reward/pass_rate/mean"),
-            "groups_with_spread": data.get("reward/groups_with_spread/fraction"),
-            "pg_loss": data.get("actor/pg_loss"),
-        })  # fmt: skip
-    return rows
-
-
-def write_report(run: Run, files: dict[str, Path], started: float) -> Path:
-    from cobalt.eval.report import markdown_table, plot, summarize
-
-    summaries = {"base": summarize(str(files["base_eval"])), "trained": summarize(str(files["trained_eval"]))}
-    plot(summaries, run.path("report/pass_at_1.png"), title="Held-out Pass@1 per turn (hidden tests)")
-    counts = {
-        "train_problems": line_count(files["train"]),
-        "heldout_problems": line_count(files["heldout"]),
-        "trajectories": line_count(files["trajectories"]),
-        "trajectories_with_spread": sum(
-            1
-            for r in load_jsonl(files["trajectories"])
-            if any(max(row) > min(row) for row in r["all_pass_rates"])
-        ),
-        "bandit_prompts": line_count(files["bandit"]),
-        "train_rows": _parquet_rows(files["parquet"] / "train.parquet"),
-    }
-    steps = grpo_steps(run.root / "grpo_metrics.jsonl")
-    stages = {k: v for k, v in run.state.items() if k != "commands"}
-    stage_seconds = {k: v["seconds"] for k, v in stages.items()}
-    report = {
-        "profile": run.profile,
-        "config": dataclasses.asdict(run.cfg),
-        "counts": counts,
-        "grpo": steps,
-        "pass_at_1": summaries,
-        "stages": stage_seconds,  # as measured when each ran (a resumed run keeps earlier times)
-        "concurrent_stages": [k for k, v in stages.items() if v.get("concurrent")],
-        # stages that ran beside another one are inside their block's time: not added twice
-        "stages_total_s": round(sum(v["seconds"] for v in stages.values() if not v.get("concurrent")), 1),
-        "commands": run.state.get("commands", {}),
-        "seconds": round(time.monotonic() - started, 1),  # this invocation
-    }
-    run.path("report/report.json").write_text(json.dumps(report, indent=1))
-    warm = json.loads((run.root / "models/warm/warm_up.json").read_text())
-    lines = [
-        f"# COBALT quickstart — {run.root.name}",
-        "",
-        f"Profile `{run.profile}`; base model `{run.cfg.model}` after an SFT warm-up on the "
-        f"{counts['train_problems']} training problems' reference solutions ({warm['steps']} steps, loss "
-        f"{warm['first_loss']} → {warm['last_loss']}). The warm-up is part of the base model: both curves "
-        f"start from it. Held-out problems ({counts['heldout_problems']}) were never used for warm-up or training.",
-        "",
-        "## Pass@1 per turn on held-out problems (hidden tests)",
-        "",
-        "![Pass@1 per turn](pass_at_1.png)",
-        "",
-        markdown_table(summaries),
-        "## Counts",
-        "",
-        "| stage | count |",
-        "|---|---:|",
-        *[f"| {k.replace('_', ' ')} | {v} |" for k, v in counts.items()],
-        "",
-        "## GRPO steps",
-        "",
-        "| step | reward mean | pass rate mean | groups with reward spread | pg loss |",
-        "|---:|---:|---:|---:|---:|",
-        *[f"| {s['step']} | {_fmt(s['reward_mean'])} | {_fmt(s['pass_rate_mean'])} | "
-          f"{_fmt(s['groups_with_spread'])} | {_fmt(s['pg_loss'])} |" for s in steps],
-        "",
-        "A group with reward spread is a prompt whose sampled responses did not all score the same: "
-        "only those give GRPO a non-zero advantage.",
-        "",
-        "## Stage times",
-        "",
-        "| stage | seconds |",
-        "|---|---:|",
-        *[f"| {'  ↳ ' if stages[k].get('concurrent') else ''}{k} | {v:.0f} |" for k, v in stage_seconds.items()],
-        f"| **all stages** | {report['stages_total_s']:.0f} |",
-        "",
-        f"This invocation of the quickstart took {report['seconds']:.0f} s (stages already done are skipped, "
-        "and their times above are those of the run that did them).",
-        "",
-        "## Commands",
-        "",
-        *[f"- `{name}`: `{cmd}`" for name, cmd in run.state.get("commands", {}).items()],
-        "",
-    ]  # fmt: skip
-    path = run.path("report/report.md")
-    path.write_text("\n".join(lines))
-    return path
-
-
-def _fmt(value) -> str:
-    return "" if value is None else f"{value:.3f}"
-
-
-def _parquet_rows(path: Path) -> int:
-    import pyarrow.parquet as pq
-
-    return pq.read_metadata(path).num_rows
 
 
 # ---------------------------------------------------------------------------------------- main
@@ -613,7 +506,9 @@ def run_pipeline(run: Run) -> Path:
         "base_eval": base_eval,
         "trained_eval": trained_eval,
     }
-    return write_report(run, files, started)
+    record = RunRecord(run.root, run.profile, dataclasses.asdict(run.cfg), run.state, files,
+                       time.monotonic() - started)  # fmt: skip
+    return write_report(record)
 
 
 def main(argv=None) -> int:

@@ -68,9 +68,14 @@ def test_quickstart_ci_profile_end_to_end(tmp_path):
     steps = report["grpo"]
     assert [s["step"] for s in steps] == list(range(1, cfg["grpo_steps"] + 1))
     assert all(s["reward_mean"] is not None and 0 <= s["groups_with_spread"] <= 1 for s in steps)
+    assert all(s["response_length_mean"] > 0 and 0 <= s["truncated_fraction"] <= 1 for s in steps)
+    comparison = report["comparison"]
+    assert comparison["problems"] == cfg["heldout_problems"] and len(comparison["difference"]) == len(curve)
     md = (run_dir / "report/report.md").read_text()
     assert f"| bandit prompts | {counts['bandit_prompts']} |" in md and "![Pass@1 per turn]" in md
-    assert (run_dir / "report/pass_at_1.png").read_bytes()[:4] == b"\x89PNG"
+    assert f"**Verdict.** {comparison['verdict']}" in md and "![Training curves](training.png)" in md
+    for png in ("pass_at_1.png", "training.png"):
+        assert (run_dir / "report" / png).read_bytes()[:4] == b"\x89PNG"
     assert not (home / ".ray").exists()  # nothing written to the user's ~/.ray
 
     # re-running the same command resumes: every stage is found complete and skipped

@@ -1,4 +1,5 @@
-"""Summaries of evaluated trajectories: Pass@1 per turn as JSON, a Markdown table and a plot."""
+"""Summaries of evaluated trajectories: Pass@1 per turn as JSON, a Markdown table and a plot;
+the figure helpers every report of the project draws with."""
 
 from __future__ import annotations
 
@@ -45,12 +46,7 @@ def markdown_table(summaries: dict[str, dict]) -> str:
 def pass_at_1_figure(summaries: dict[str, dict], title: str = "Pass@1 per turn (hidden tests)"):
     """One curve per summary; turns as integer ticks, the percentage axis from 0 (a flat 0 % curve
     sits on the axis instead of in the middle of a made-up range around it)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6, 4), dpi=120)
+    fig, ax = pyplot().subplots(figsize=(6, 4), dpi=120)
     for name, s in summaries.items():
         ax.plot(range(len(s["pass_at_1"])), s["pass_at_1"], marker="o", label=name)
     ax.set_xticks(range(max(len(s["pass_at_1"]) for s in summaries.values())))
@@ -65,13 +61,25 @@ def pass_at_1_figure(summaries: dict[str, dict], title: str = "Pass@1 per turn (
     return fig
 
 
-def plot(summaries: dict[str, dict], path: str | Path, title: str = "Pass@1 per turn (hidden tests)") -> None:
+def pyplot():
+    """matplotlib's pyplot drawing off-screen (no display on servers and in tests)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig = pass_at_1_figure(summaries, title)
+    return plt
+
+
+def save_figure(fig, path: str | Path) -> None:
+    """``fig`` as a PNG at ``path`` (written whole or not at all), then closed."""
     with atomic_output(path, overwrite=True) as tmp:
         fig.savefig(tmp, format="png")
-    plt.close(fig)
+    pyplot().close(fig)
+
+
+def plot(summaries: dict[str, dict], path: str | Path, title: str = "Pass@1 per turn (hidden tests)") -> None:
+    save_figure(pass_at_1_figure(summaries, title), path)
 
 
 def write_reports(summaries: dict[str, dict], stem: str | Path) -> dict[str, str]:

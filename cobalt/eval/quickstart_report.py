@@ -1,0 +1,222 @@
+"""The quickstart's ``report/``: ``report.md`` with its figures beside it, and ``report.json``.
+
+Held-out Pass@1 per turn of base and trained with 95% intervals, their paired difference and a
+verdict computed from it (:mod:`cobalt.eval.comparison`); the training curves and health signals
+of GRPO from veRL's metrics file (:mod:`cobalt.eval.training_curves`); counts per stage, stage
+times and the exact command of every stage. Everything is read from the run directory's files
+and the run's stage record; nothing here runs a stage.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+from cobalt.eval import training_curves
+from cobalt.eval.comparison import compare, plot_comparison
+from cobalt.eval.report import markdown_table, summarize
+from cobalt.eval.significance import PairedDifference, describe
+from cobalt.jsonl import load_jsonl
+
+METRICS_FILE = "grpo_metrics.jsonl"  # veRL's file logger, pointed into the run directory
+STEP_COLUMNS = {  # report.json's name: veRL metric
+    "reward_mean": "critic/score/mean",
+    "correctness_mean": "reward/correctness/mean",
+    "improvement_mean": "reward/improvement/mean",
+    "format_mean": "reward/format_reward/mean",
+    "pass_rate_mean": "reward/pass_rate/mean",
+    "groups_with_spread": training_curves.SPREAD,
+    "response_length_mean": "response_length/mean",
+    "truncated_fraction": "response_length/clip_ratio",
+    "rollout_probs_diff_mean": "training/rollout_probs_diff_mean",
+    "pg_loss": "actor/pg_loss",
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class RunRecord:
+    """What the quickstart knows of its run: where, which profile and settings, its stage record
+    (``{stage: {"seconds", "concurrent"?}, "commands": {name: command}}``), its files."""
+
+    root: Path
+    profile: str
+    config: dict
+    state: dict
+    files: dict[str, Path]
+    seconds: float  # this invocation
+
+
+def grpo_steps(metrics_file: Path) -> list[dict]:
+    """One row per training step (steps that only validated are left out)."""
+    metrics = training_curves.read_metrics(metrics_file) if metrics_file.exists() else {}
+    return [
+        {"step": step, **{name: values.get(key) for name, key in STEP_COLUMNS.items()}}
+        for step, values in metrics.items()
+        if "critic/score/mean" in values
+    ]
+
+
+def counts(files: dict[str, Path]) -> dict[str, int]:
+    trajectories = load_jsonl(files["trajectories"])
+    return {
+        "train_problems": len(load_jsonl(files["train"])),
+        "heldout_problems": len(load_jsonl(files["heldout"])),
+        "trajectories": len(trajectories),
+        "trajectories_with_spread": sum(
+            any(max(row) > min(row) for row in r["all_pass_rates"]) for r in trajectories
+        ),
+        "bandit_prompts": len(load_jsonl(files["bandit"])),
+        "train_rows": parquet_rows(files["parquet"] / "train.parquet"),
+    }
+
+
+def parquet_rows(path: Path) -> int:
+    import pyarrow.parquet as pq
+
+    return pq.read_metadata(path).num_rows
+
+
+def stage_times(state: dict) -> dict:
+    """Seconds per stage as measured when each ran; stages that ran beside another one are inside
+    their block's time and not added to the total."""
+    stages = {k: v for k, v in state.items() if k != "commands"}
+    return {
+        "stages": {k: v["seconds"] for k, v in stages.items()},
+        "concurrent_stages": [k for k, v in stages.items() if v.get("concurrent")],
+        "stages_total_s": round(sum(v["seconds"] for v in stages.values() if not v.get("concurrent")), 1),
+    }
+
+
+def build(run: RunRecord) -> dict:
+    """report.json's content; draws the figures into ``report/``."""
+    files, out = run.files, run.root / "report"
+    comparison = compare(files["base_eval"], files["trained_eval"], seed=run.config.get("seed", 0))
+    plot_comparison(comparison, out / "pass_at_1.png")
+    metrics = run.root / METRICS_FILE
+    steps = grpo_steps(metrics)
+    if steps:
+        training_curves.plot(metrics, out / "training.png")
+    return {
+        "profile": run.profile,
+        "config": run.config,
+        "counts": counts(files),
+        "grpo": steps,
+        "training_figure": bool(steps),
+        "pass_at_1": {
+            "base": summarize(str(files["base_eval"])),
+            "trained": summarize(str(files["trained_eval"])),
+        },
+        "comparison": jsonable(comparison),
+        **stage_times(run.state),
+        "commands": run.state.get("commands", {}),
+        "seconds": round(run.seconds, 1),
+    }
+
+
+def jsonable(comparison: dict) -> dict:
+    return {
+        k: [dataclasses.asdict(x) for x in v] if isinstance(v, list) else v for k, v in comparison.items()
+    }
+
+
+def write_report(run: RunRecord) -> Path:
+    """``report/report.json``, the figures and ``report/report.md``; returns the Markdown's path."""
+    (run.root / "report").mkdir(parents=True, exist_ok=True)
+    report = build(run)
+    (run.root / "report/report.json").write_text(json.dumps(report, indent=1))
+    warm = json.loads((run.root / "models/warm/warm_up.json").read_text())
+    sections = (header(run, report, warm), heldout(report), training(report), counts_table(report),
+                times_table(report), commands(report))  # fmt: skip
+    path = run.root / "report/report.md"
+    path.write_text("\n".join(line for section in sections for line in section))
+    return path
+
+
+def header(run: RunRecord, report: dict, warm: dict) -> list[str]:
+    c = report["counts"]
+    return [
+        f"# COBALT quickstart — {run.root.name}",
+        "",
+        f"Profile `{run.profile}`; base model `{run.config['model']}` after an SFT warm-up on the "
+        f"{c['train_problems']} training problems' reference solutions ({warm['steps']} steps, loss "
+        f"{warm['first_loss']} → {warm['last_loss']}). The warm-up is part of the base model: both curves "
+        f"start from it. Held-out problems ({c['heldout_problems']}) were never used for warm-up or training.",
+        "",
+        f"**Verdict.** {report['comparison']['verdict']}",
+        "",
+    ]
+
+
+def heldout(report: dict) -> list[str]:
+    diffs = report["comparison"]["difference"]
+    return [
+        "## Pass@1 per turn on held-out problems (hidden tests)",
+        "",
+        "![Pass@1 per turn](pass_at_1.png)",
+        "",
+        "Bands and error bars: 95% bootstrap intervals over problems (seeded); p: two-sided paired "
+        "sign-flip test over problems (exact up to 16 problems).",
+        "",
+        markdown_table(report["pass_at_1"]),
+        "| turn | trained − base (points, 95% CI, p) |",
+        "|---|---|",
+        *[f"| {t} | {describe(PairedDifference(**d))} |" for t, d in enumerate(diffs)],
+        "",
+    ]
+
+
+def training(report: dict) -> list[str]:
+    steps = report["grpo"]
+    names = [
+        "reward_mean",
+        "pass_rate_mean",
+        "groups_with_spread",
+        "truncated_fraction",
+        "rollout_probs_diff_mean",
+    ]
+    figure = ["![Training curves](training.png)", ""] if report["training_figure"] else [
+        f"No training metrics: veRL's file logger wrote no `{METRICS_FILE}` in this run.", ""]  # fmt: skip
+    return [
+        "## GRPO training",
+        "",
+        *figure,
+        "| step | reward mean | pass rate mean | groups with reward spread | truncated | rollout-trainer prob gap |",
+        "|---:|---:|---:|---:|---:|---:|",
+        *[f"| {s['step']} | " + " | ".join(_fmt(s[n]) for n in names) + " |" for s in steps],
+        "",
+        "A group with reward spread is a prompt whose sampled responses did not all score the same: "
+        "only those give GRPO a non-zero advantage. Truncated: responses cut at the length limit; "
+        "the gap: mean |p_rollout − p_trainer| of the sampled tokens (veRL).",
+        "",
+    ]
+
+
+def counts_table(report: dict) -> list[str]:
+    rows = [f"| {k.replace('_', ' ')} | {v} |" for k, v in report["counts"].items()]
+    return ["## Counts", "", "| stage | count |", "|---|---:|", *rows, ""]
+
+
+def times_table(report: dict) -> list[str]:
+    concurrent = set(report["concurrent_stages"])
+    rows = [f"| {'  ↳ ' if k in concurrent else ''}{k} | {v:.0f} |" for k, v in report["stages"].items()]
+    return [
+        "## Stage times",
+        "",
+        "| stage | seconds |",
+        "|---|---:|",
+        *rows,
+        f"| **all stages** | {report['stages_total_s']:.0f} |",
+        "",
+        f"This invocation of the quickstart took {report['seconds']:.0f} s (stages already done are skipped, "
+        "and their times above are those of the run that did them).",
+        "",
+    ]
+
+
+def commands(report: dict) -> list[str]:
+    return ["## Commands", "", *[f"- `{name}`: `{cmd}`" for name, cmd in report["commands"].items()], ""]
+
+
+def _fmt(value) -> str:
+    return "" if value is None else f"{value:.3g}"

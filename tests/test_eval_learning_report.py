@@ -1,0 +1,193 @@
+"""The report's statistics, its reader of veRL's metrics file, its figures and the quickstart's
+report.md, on small synthetic files (no Ray, no model)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from cobalt.eval import training_curves
+from cobalt.eval.comparison import compare, plot_comparison
+from cobalt.eval.quickstart_report import RunRecord, write_report
+from cobalt.eval.significance import (
+    Interval,
+    PairedDifference,
+    bootstrap_interval,
+    paired_difference,
+    sign_flip_p_value,
+    verdict,
+)
+
+PNG = b"\x89PNG"
+
+
+# ------------------------------------------------------------------------------------ statistics
+def test_bootstrap_interval_holds_the_mean_and_narrows_with_more_problems():
+    rng = np.random.default_rng(1)
+    few, many = rng.uniform(0, 100, 10), rng.uniform(0, 100, 1000)
+    small, large = bootstrap_interval(few, seed=3), bootstrap_interval(many, seed=3)
+    for values, interval in ((few, small), (many, large)):
+        assert interval.low <= values.mean() <= interval.high and interval.mean == pytest.approx(
+            values.mean()
+        )
+    assert (large.high - large.low) < (small.high - small.low) / 5
+    assert bootstrap_interval(few, seed=3) == small  # seeded: the same interval every time
+    assert bootstrap_interval([40.0]) == bootstrap_interval([40.0, 40.0]) == Interval(40.0, 40.0, 40.0)
+    with pytest.raises(ValueError):
+        bootstrap_interval([])
+
+
+def test_sign_flip_test_separates_a_clear_difference_from_none():
+    rng = np.random.default_rng(2)
+    base = rng.uniform(0, 50, 30)
+    assert sign_flip_p_value(base + 30 + rng.normal(0, 5, 30) - base) < 0.001  # random patterns
+    assert sign_flip_p_value(np.zeros(30)) == 1.0
+    assert paired_difference(base, base).p_value == 1.0
+    # exact below 17 problems: all 5 differences positive is 2 of the 32 sign patterns
+    assert sign_flip_p_value([10, 20, 10, 30, 10]) == pytest.approx(2 / 32)
+    assert sign_flip_p_value([10, -10, 10, -10]) == 1.0
+
+
+def test_paired_difference_is_trained_minus_base_problem_by_problem():
+    base, trained = [0, 50, 100, 0, 0, 50, 100, 0], [50, 100, 100, 50, 0, 100, 100, 50]
+    d = paired_difference(base, trained)
+    assert d.mean == pytest.approx(31.25) and d.low <= 31.25 <= d.high and d.problems == 8
+    assert d.p_value == pytest.approx(2 / 2**5)  # five non-zero differences, all positive
+    assert paired_difference(trained, base).mean == pytest.approx(-31.25)
+
+
+def test_the_verdict_follows_the_numbers():
+    better = PairedDifference(12.5, 4.0, 20.0, 0.01, 20)
+    worse = PairedDifference(-12.5, -20.0, -4.0, 0.01, 20)
+    unsure = PairedDifference(3.0, -2.0, 8.0, 0.4, 20)
+    assert verdict({0: unsure, 3: better}) == (
+        "Trained vs base, held-out Pass@1 over 20 problems — turn 0: no significant change "
+        "(+3.0 points, 95% CI -2.0 to +8.0, p = 0.40); turn 3: improved "
+        "(+12.5 points, 95% CI +4.0 to +20.0, p = 0.01)."
+    )
+    assert "turn 3: worse (-12.5 points" in verdict({0: unsure, 3: worse})
+    assert "improved" not in verdict({0: unsure, 3: unsure})
+    few = PairedDifference(0.0, 0.0, 0.0, 1.0, 3)
+    assert verdict({0: few}).endswith("With 3 problems no difference can reach p < 0.05.")
+
+
+# --------------------------------------------------------------------------- veRL's metrics file
+def verl_metrics_file(path, steps=3):
+    """Lines as veRL's file logger writes them: validation before training, one line per step."""
+    lines = [{"step": 0, "data": {"val-core/code/acc/mean@1": 0.0, "val-aux/code/reward/mean@1": -1.0}}]
+    for step in range(1, steps + 1):
+        lines.append({"step": step, "data": {
+            "critic/score/mean": -1.0 + 0.2 * step, "reward/correctness/mean": -0.5 + 0.1 * step,
+            "reward/improvement/mean": 0.05 * step, "reward/format_reward/mean": -0.1,
+            "reward/pass_rate/mean": 0.1 * step, "reward/groups_with_spread/fraction": 0.25 * step,
+            "response_length/mean": 80.0 + step, "response_length/max": 96, "response_length/clip_ratio": 0.5,
+            "training/rollout_probs_diff_mean": 1e-6, "actor/ppo_kl": 0.0, "actor/pg_loss": 0.01,
+            "training/global_step": step, "note": "not a number", "flag": True,
+        }})  # fmt: skip
+    lines.append({"step": steps, "data": {"val-core/code/acc/mean@1": 0.5}})  # validation at the end
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return path
+
+
+def test_metrics_reader_merges_lines_per_step_and_keeps_numbers_only(tmp_path):
+    metrics = training_curves.read_metrics(verl_metrics_file(tmp_path / "m.jsonl"))
+    assert sorted(metrics) == [0, 1, 2, 3]
+    assert metrics[0] == {"val-core/code/acc/mean@1": 0.0, "val-aux/code/reward/mean@1": -1.0}
+    assert metrics[3]["val-core/code/acc/mean@1"] == 0.5 and metrics[3]["critic/score/mean"] == pytest.approx(
+        -0.4
+    )
+    assert "note" not in metrics[1] and "flag" not in metrics[1]
+    assert metrics[2][training_curves.NO_SPREAD] == pytest.approx(0.5)  # 1 - groups with spread
+    assert training_curves.series(metrics, "val-core/code/acc/mean@1") == ([0, 3], [0.0, 0.5])
+
+
+def test_every_panel_with_data_is_drawn_and_the_png_written(tmp_path):
+    metrics = training_curves.read_metrics(verl_metrics_file(tmp_path / "m.jsonl"))
+    fig = training_curves.curves_figure(metrics)
+    titles = [ax.get_title() for ax in fig.axes if ax.get_visible()]
+    assert titles == [panel.title for panel in training_curves.PANELS]
+    reward_panel = fig.axes[0]
+    assert [line.get_label() for line in reward_panel.get_lines()] == [
+        "reward", "correctness", "improvement", "format"
+    ]  # fmt: skip
+    only_reward = {1: {"critic/score/mean": -1.0}, 2: {"critic/score/mean": -0.5}}
+    assert len([ax for ax in training_curves.curves_figure(only_reward).axes if ax.get_visible()]) == 1
+    png = training_curves.plot(tmp_path / "m.jsonl", tmp_path / "out/curves.png")
+    assert png.read_bytes()[:4] == PNG
+
+
+def test_curves_command_line(tmp_path, capsys):
+    with pytest.raises(SystemExit) as help_exit:
+        training_curves.main(["--help"])
+    assert help_exit.value.code == 0 and "METRICS" in capsys.readouterr().out.upper()
+    metrics = verl_metrics_file(tmp_path / "m.jsonl")
+    assert training_curves.main([str(metrics)]) == 0 and (tmp_path / "m.png").read_bytes()[:4] == PNG
+    (tmp_path / "empty.jsonl").write_text("")
+    assert training_curves.main([str(tmp_path / "empty.jsonl")]) == 1
+    assert "no logged step" in capsys.readouterr().err
+
+
+# -------------------------------------------------------------------------- base vs trained files
+def evaluated_file(path, grids: dict[str, list[list[float]]]):
+    path.write_text("".join(json.dumps({"id": i, "all_pass_rates": g}) + "\n" for i, g in grids.items()))
+    return path
+
+
+def test_comparison_pairs_problems_by_id_and_reports_each_turn(tmp_path):
+    # grids: samples (rows) x turns (columns) of hidden-test pass rates; 1.0 = solved
+    base = evaluated_file(tmp_path / "base.jsonl", {f"p{i}": [[0.0, 0.0], [0.0, 0.0]] for i in range(8)})
+    trained_grids = {"p0": [[1.0, 1.0], [1.0, 1.0]]}
+    trained_grids.update({f"p{i}": [[0.0, 1.0], [0.0, 1.0]] for i in range(1, 5)})
+    trained_grids.update({f"p{i}": [[0.0, 0.0], [0.0, 1.0]] for i in range(5, 8)})
+    trained = evaluated_file(tmp_path / "trained.jsonl", dict(reversed(trained_grids.items())))
+    result = compare(base, trained, seed=7)
+    assert result["problems"] == 8 and len(result["difference"]) == 2
+    assert [i.mean for i in result["base"]] == [0.0, 0.0]
+    assert [i.mean for i in result["trained"]] == [12.5, 81.25]
+    assert result["difference"][0].p_value == 1.0  # one problem changed: every sign pattern as far
+    assert result["difference"][1].p_value == pytest.approx(2 / 2**8)  # all 8 improved
+    assert "turn 0: no significant change" in result["verdict"] and "turn 1: improved" in result["verdict"]
+    plot_comparison(result, tmp_path / "pass_at_1.png")
+    assert (tmp_path / "pass_at_1.png").read_bytes()[:4] == PNG
+
+
+# ----------------------------------------------------------------------- the quickstart's report
+def quickstart_run_dir(root):
+    (root / "data/verl").mkdir(parents=True)
+    (root / "models/warm").mkdir(parents=True)
+    for name, count in (("train_problems", 3), ("heldout_problems", 2), ("bandit_train", 2)):
+        (root / f"data/{name}.jsonl").write_text("".join(json.dumps({"id": i}) + "\n" for i in range(count)))
+    pd.DataFrame({"prompt": ["a", "b"]}).to_parquet(root / "data/verl/train.parquet")
+    trajectories = evaluated_file(root / "traj.jsonl", {"a": [[0.0, 0.5]], "b": [[0.0, 0.0]]})
+    base = evaluated_file(root / "base.jsonl", {"h1": [[0.0, 0.0]], "h2": [[0.0, 1.0]]})
+    trained = evaluated_file(root / "trained.jsonl", {"h1": [[0.0, 1.0]], "h2": [[1.0, 1.0]]})
+    (root / "models/warm/warm_up.json").write_text(
+        json.dumps({"steps": 2, "first_loss": 2.0, "last_loss": 1.0})
+    )
+    verl_metrics_file(root / "grpo_metrics.jsonl", steps=2)
+    files = {"train": root / "data/train_problems.jsonl", "heldout": root / "data/heldout_problems.jsonl",
+             "trajectories": trajectories, "bandit": root / "data/bandit_train.jsonl",
+             "parquet": root / "data/verl", "base_eval": base, "trained_eval": trained}  # fmt: skip
+    state = {
+        "GRPO": {"seconds": 100.0},
+        "eval": {"seconds": 5.0, "concurrent": True},
+        "commands": {"grpo": "x"},
+    }
+    return RunRecord(root, "test", {"model": "smollm2", "seed": 1}, state, files, 3.0)
+
+
+def test_quickstart_report_has_the_figures_the_tables_and_a_computed_verdict(tmp_path):
+    md = write_report(quickstart_run_dir(tmp_path)).read_text()
+    report = json.loads((tmp_path / "report/report.json").read_text())
+    for png in ("pass_at_1.png", "training.png"):
+        assert (tmp_path / "report" / png).read_bytes()[:4] == PNG and f"]({png})" in md
+    assert [s["step"] for s in report["grpo"]] == [1, 2]  # the validation-only step 0 is no training step
+    assert report["grpo"][1]["groups_with_spread"] == 0.5 and report["grpo"][1]["truncated_fraction"] == 0.5
+    assert report["counts"]["train_rows"] == 2 and report["counts"]["trajectories_with_spread"] == 1
+    assert report["stages_total_s"] == 100.0 and report["concurrent_stages"] == ["eval"]
+    assert f"**Verdict.** {report['comparison']['verdict']}" in md
+    assert "over 2 problems — turn 0: no significant change (+50.0 points" in md
+    assert "| 1 | +50.0 points, 95% CI" in md and "| **all stages** | 100 |" in md
