@@ -102,3 +102,71 @@ def test_the_sweep_ends_what_free_slots_uids_still_run(cfg):
     finally:
         stale.kill()
         stale.wait()
+
+
+# --- whatever a program plants in its scratch, the cleanup removes it (issue 20, item 3) ---------
+
+DEEP_TREE = """
+import os
+fd = os.open(".", os.O_RDONLY)
+for depth in range({depth}):
+    try:
+        os.mkdir("d", dir_fd=fd)
+        child = os.open("d", os.O_RDONLY, dir_fd=fd)
+    except OSError:
+        break
+    os.close(fd)  # 256 descriptors at most
+    fd = child
+print(depth)
+"""
+
+
+def plant_traps(top: Path, depth: int, host_dir: Path, host_file: Path) -> None:
+    """What a hostile program leaves in its scratch: a deep chain of directories (made with
+    relative calls, as no path could reach its bottom), links to the host, a FIFO, a locked dir."""
+    fd = os.open(top, os.O_RDONLY)
+    for _ in range(depth):
+        os.mkdir("d", dir_fd=fd)
+        child = os.open("d", os.O_RDONLY, dir_fd=fd)
+        os.close(fd)
+        fd = child
+    os.close(fd)
+    os.symlink(host_dir, top / "link-to-host-dir")
+    os.symlink(host_file, top / "link-to-host-file")
+    os.link(host_file, top / "hard-link")
+    os.mkfifo(top / "fifo")
+    locked = top / "locked"
+    locked.mkdir()
+    (locked / "inside").write_text("x")
+    locked.chmod(0)
+
+
+def test_remove_tree_survives_every_trap(tmp_path):
+    from cobalt.sandbox.harness import remove_tree
+
+    host_dir, host_file = tmp_path / "host", tmp_path / "host-file"
+    host_dir.mkdir()
+    (host_dir / "keep").write_text("keep")
+    host_file.write_text("keep")
+    top = tmp_path / "scratch"
+    top.mkdir()
+    plant_traps(top, 50_000, host_dir, host_file)  # far past PATH_MAX and the recursion limit
+    remove_tree(str(top))
+    assert not top.exists()
+    assert (host_dir / "keep").read_text() == "keep" and host_file.read_text() == "keep"
+
+
+@pytest.mark.parametrize("backend", ["bwrap", "landlock"])
+def test_a_deep_tree_does_not_break_the_next_request(backend, tmp_path):
+    scratch = Path(tempfile.mkdtemp(prefix="cobalt-deep-", dir="/tmp"))
+    scratch.chmod(0o711)
+    try:
+        cfg = backend_config(backend, uid_base=UID_BASE[backend] + 50, slots=1, scratch_root=str(scratch))
+        planted = evaluate(DEEP_TREE.format(depth=20_000), {"inputs": [""], "outputs": ["20000"]}, cfg)
+        assert planted["passing"] == [False]  # stopped at the scratch bound, or it could not go deeper
+        after = evaluate("print('clean')", {"inputs": [""], "outputs": ["clean"]}, cfg)
+        assert after["passing"] == [True], after
+        leftovers = [p for p in scratch.rglob("*") if p.name.startswith("run-")]
+        assert leftovers == [], leftovers
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)

@@ -39,6 +39,7 @@ DISK_CHECK_SECONDS = 0.01  # how often the scratch space is measured while tests
 MIN_CPU_PER_WALL_WINDOW = 0.1
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 MAX_FDS = 256
+ENAMETOOLONG = 36
 SIGKILL, SIGXCPU = _signal.SIGKILL, _signal.SIGXCPU  # _signal: `signal` would import enum (slow)
 BLOCKED_MODULES = ("ipdb", "joblib", "resource", "psutil", "tkinter")
 # Functions a program must not call (reference: destructive functions are disabled).
@@ -511,11 +512,15 @@ class DiskWatch:
 
 
 def tree_usage(top, max_entries):
-    """Bytes allocated and entries under ``top``; stops counting past ``max_entries``."""
+    """Bytes allocated and entries under ``top``; stops counting past ``max_entries``. A tree too
+    deep to walk by path (a program's trap for the walk) counts as over the bound."""
     used, entries, stack = 0, 0, [top]
     while stack and entries <= max_entries:
         path = stack.pop()
-        for entry in list_dir(path):
+        listing = list_dir(path)
+        if listing is None:
+            return used, max_entries + 1
+        for entry in listing:
             try:
                 st = entry.stat(follow_symlinks=False)
             except OSError:
@@ -528,37 +533,52 @@ def tree_usage(top, max_entries):
 
 
 def list_dir(path):
-    """Entries of a directory of ours, made readable again if a program locked it."""
+    """Entries of a directory of ours, made readable again if a program locked it; [] if it is
+    gone, None if its path is too long to use."""
     for _ in range(2):
         try:
             with os.scandir(path) as it:
                 return list(it)
         except PermissionError:
-            os.chmod(path, 0o700)
-        except OSError:
-            return []
+            try:
+                os.chmod(path, 0o700)
+            except OSError:
+                return []
+        except OSError as exc:
+            return None if exc.errno == ENAMETOOLONG else []
     return []
 
 
 def remove_tree(top):
-    """Delete a test's directory, whatever the program did to its permissions."""
-    dirs, stack = [], [top]
-    while stack:
-        path = stack.pop()
-        dirs.append(path)
-        for entry in list_dir(path):
+    """Delete ``top`` and everything in it without following a link, blocking on a FIFO or
+    recursing, whatever the depth, links or permissions a program left: each subdirectory is
+    hoisted to ``top`` before it is emptied, so no path is longer than two names."""
+    pending, hoisted, tag = [top], 0, os.urandom(6).hex()  # tag: names a program cannot foresee
+    while pending:
+        path = pending.pop()
+        for entry in list_dir(path) or ():
             if entry.is_dir(follow_symlinks=False):
-                stack.append(entry.path)
-            else:
+                hoisted += 1
+                target = os.path.join(top, ".rm-%s-%d" % (tag, hoisted))
                 try:
-                    os.unlink(entry.path)
+                    os.rename(entry.path, target)
+                    pending.append(target)
                 except OSError:
                     pass
-    for path in reversed(dirs):  # children before their parents
-        try:
-            os.rmdir(path)
-        except OSError:
-            pass
+            else:
+                try:
+                    os.unlink(entry.path)  # links, FIFOs, sockets: the entry, never its target
+                except OSError:
+                    pass
+        if path != top:
+            try:
+                os.rmdir(path)
+            except OSError:
+                pass
+    try:
+        os.rmdir(top)
+    except OSError:
+        pass
 
 
 def stop_all(running, pending, loop, limits, emit, disk):

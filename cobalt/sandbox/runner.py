@@ -44,6 +44,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cobalt.sandbox.config import SandboxConfig
+from cobalt.sandbox.harness import remove_tree
 
 log = logging.getLogger("cobalt.sandbox")
 
@@ -144,7 +145,7 @@ def _remove_contents(path: Path) -> None:
         for entry in entries:
             log.warning("removing a stale sandbox scratch dir %s (its request was killed)", entry.path)
             if entry.is_dir(follow_symlinks=False):
-                shutil.rmtree(entry.path, ignore_errors=True)
+                remove_tree(entry.path)
             else:
                 with contextlib.suppress(OSError):
                     os.unlink(entry.path)
@@ -164,7 +165,7 @@ def scratch_dir(cfg: SandboxConfig, slot: Slot):
             os.chown(path, slot.uid, slot.uid)
         yield path
     finally:
-        shutil.rmtree(path, ignore_errors=True)
+        remove_tree(path)  # shutil.rmtree recurses: a deep tree raised RecursionError here
 
 
 def sweep_stale_slots(cfg: SandboxConfig) -> None:
