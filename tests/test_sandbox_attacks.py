@@ -301,3 +301,46 @@ def test_other_processes_command_lines_are_invisible(cfg):
     finally:
         holder.kill()
         holder.wait()
+
+
+# --- every writable place is bounded (issue 20, item 2) -------------------------------------------
+
+WRITE_EVERYWHERE = """
+import os
+places = ("/dev", "/dev/shm", os.environ["HOME"], os.getcwd(), "/run", "/var/tmp", "/usr")
+for place in places:
+    written = 0
+    try:
+        for i in range(10):
+            with open(f"{place}/f{i}", "wb") as f:
+                f.write(b"x" * (15 << 20))
+            written += 15
+    except OSError:
+        pass
+    print(place, written, flush=True)
+"""
+
+
+def test_no_writable_place_holds_more_than_the_scratch_bound(cfg):
+    [result] = run_in_sandbox(WRITE_EVERYWHERE, [""], cfg)
+    written = {line.split()[0]: int(line.split()[1]) for line in result["stdout"].splitlines()}
+    # What got through before the harness stopped the request: at most the bound and one file.
+    assert sum(written.values()) <= cfg.max_scratch_mb + 15, written
+    assert written.get("/dev", 0) == 0, written
+
+
+def test_a_program_cannot_raise_its_limits_nor_dump_core(cfg):
+    program = (
+        "import ctypes, sys\nlibc = ctypes.CDLL(None)\n"
+        "class rlimit(ctypes.Structure):\n    _fields_ = [('cur', ctypes.c_ulong), ('max', ctypes.c_ulong)]\n"
+        "raised = []\n"
+        "for name, number in (('AS', 9), ('NPROC', 6), ('FSIZE', 1), ('NOFILE', 7), ('CORE', 4), ('CPU', 0)):\n"
+        "    r = rlimit()\n    libc.getrlimit(number, ctypes.byref(r))\n"
+        "    wanted = rlimit(r.max + 1 if r.max < 2 ** 63 else r.max, r.max + 1 if r.max < 2 ** 63 else r.max)\n"
+        "    if libc.setrlimit(number, ctypes.byref(wanted)) == 0:\n        raised.append(name)\n"
+        "print('raised', raised)\nsys.stdout.flush()\nlibc.abort()\n"
+    )
+    result = run(program, cfg)
+    assert "raised []" in output_of(result)
+    if cfg.backend == "landlock":  # the scratch dir is on the host: nothing dumped there
+        assert not [p for p in Path(cfg.scratch_root).rglob("core*")]

@@ -47,9 +47,10 @@ class SandboxConfig:
             if getattr(self, name) <= 0:
                 raise ValueError(f"sandbox.{name} must be positive")
 
-    def harness_limits(self, dedicated_uid: bool, scratch_own_fs: bool = False) -> dict:
-        """The limits the in-sandbox harness applies (see harness.py). ``scratch_own_fs``: the
-        scratch space is a filesystem of its own (bwrap's sized tmpfs), not a host directory."""
+    def harness_limits(self, dedicated_uid: bool, scratch_mounts: tuple[str, ...] = ()) -> dict:
+        """The limits the in-sandbox harness applies (see harness.py). ``scratch_mounts``: the
+        filesystems of their own (bwrap's sized tmpfs) that hold every file a program may write;
+        empty when the scratch space is a host directory."""
         return {
             "cpu_seconds": self.test_timeout_s,
             "wall_seconds": max(self.wall_timeout_s, self.test_timeout_s),
@@ -57,7 +58,7 @@ class SandboxConfig:
             "max_file_bytes": min(self.max_file_mb, self.max_scratch_mb) << 20,
             "max_scratch_bytes": self.max_scratch_mb << 20,
             "max_scratch_files": self.max_scratch_files,
-            "scratch_own_fs": scratch_own_fs,
+            "scratch_mounts": list(scratch_mounts),
             "request_seconds": self.request_timeout_s,
             "max_output_bytes": self.max_output_bytes,
             # RLIMIT_NPROC counts every process of the uid: only meaningful on a uid of our own.

@@ -487,7 +487,7 @@ class DiskWatch:
     the tree is walked, at most one entry past the bound."""
 
     def __init__(self, limits):
-        self.own_fs = limits["scratch_own_fs"]
+        self.mounts = limits["scratch_mounts"]
         self.max_bytes, self.max_files = limits["max_scratch_bytes"], limits["max_scratch_files"]
         self.base_bytes, self.base_files = 0, 0  # usage() bounds its walk by base_files
         self.base_bytes, self.base_files = self.usage()  # the harness's own files (the program)
@@ -495,9 +495,13 @@ class DiskWatch:
         self.next_check = 0.0
 
     def usage(self):
-        if self.own_fs:
-            st = os.statvfs(".")
-            return (st.f_blocks - st.f_bfree) * st.f_frsize, st.f_files - st.f_ffree
+        if self.mounts:
+            used = files = 0
+            for mount in self.mounts:
+                st = os.statvfs(mount)
+                used += (st.f_blocks - st.f_bfree) * st.f_frsize
+                files += st.f_files - st.f_ffree
+            return used, files
         return tree_usage(".", self.base_files + self.max_files + 1)
 
     def check(self):

@@ -243,6 +243,9 @@ class BwrapBackend:
         # room for the program itself on top of the programs' bound.
         self.host_scratch = not _sizes_tmpfs(self.bwrap)
         self.tmpfs_bytes = (cfg.max_scratch_mb << 20) + cfg.max_code_bytes + (1 << 20)
+        # Every place a program may write: /tmp (its home and working directory) and /dev/shm,
+        # sized tmpfs both, measured together by the harness; /dev itself is read-only.
+        self.scratch_mounts = () if self.host_scratch else ("/tmp", "/dev/shm")
 
     def command(self, slot: Slot, scratch: str | None) -> list[str]:
         cmd = _sandbox_prefix(slot) + [
@@ -283,7 +286,10 @@ class BwrapBackend:
                 ["--bind", scratch, "/tmp"]
                 if self.host_scratch
                 else ["--size", str(self.tmpfs_bytes), "--tmpfs", "/tmp"]
+                + ["--size", str(self.tmpfs_bytes), "--tmpfs", "/dev/shm"]
             ),
+            "--remount-ro",
+            "/dev",
             "--remount-ro",
             "/",
             "--chdir",
@@ -307,6 +313,7 @@ class BwrapBackend:
 class LandlockBackend:
     name = "landlock"
     host_scratch = True
+    scratch_mounts = ()  # a host directory, walked by the harness
 
     def __init__(self, cfg: SandboxConfig):
         if os.geteuid() != 0:
@@ -411,7 +418,7 @@ def _launch(backend, cfg: SandboxConfig, code: str, inputs: list[str], deadline:
         request = {
             "code": code,
             "inputs": [s.encode("utf-8", "surrogatepass") for s in inputs],
-            "limits": cfg.harness_limits(slot.dedicated, scratch_own_fs=scratch is None),
+            "limits": cfg.harness_limits(slot.dedicated, backend.scratch_mounts),
             "landlock": backend.landlock_spec(scratch),
         }
         try:
