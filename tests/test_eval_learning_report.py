@@ -11,7 +11,7 @@ import pytest
 
 from cobalt.eval import training_curves
 from cobalt.eval.comparison import compare, plot_comparison
-from cobalt.eval.quickstart_report import RunRecord, write_report
+from cobalt.eval.quickstart_report import RunRecord, step_table, write_report
 from cobalt.eval.significance import (
     Interval,
     PairedDifference,
@@ -191,3 +191,18 @@ def test_quickstart_report_has_the_figures_the_tables_and_a_computed_verdict(tmp
     assert f"**Verdict.** {report['comparison']['verdict']}" in md
     assert "over 2 problems — turn 0: no significant change (+50.0 points" in md
     assert "| 1 | +50.0 points, 95% CI" in md and "| **all stages** | 100 |" in md
+    assert "| step | reward mean | pass rate mean | groups with reward spread | truncated |" in md
+
+
+def test_the_step_table_shows_the_columns_some_step_has():
+    steps = [
+        {"step": 1, "reward_mean": -1.0, "ppo_kl": None},
+        {"step": 2, "reward_mean": -0.5, "ppo_kl": 1e-5},
+    ]
+    assert step_table(steps) == [
+        "| step | reward mean | actor ppo_kl |",
+        "|---:|---:|---:|",
+        "| 1 | -1 |  |",
+        "| 2 | -0.5 | 1e-05 |",
+    ]
+    assert step_table([{"step": 1, "reward_mean": -1.0, "ppo_kl": None}])[0] == "| step | reward mean |"

@@ -51,14 +51,16 @@ def compare(base_file: str | Path, trained_file: str | Path, seed: int = 0) -> d
 
 
 def _draw_models(ax, comparison: dict) -> None:
-    for name in ("base", "trained"):
+    for name, style in (("base", {"markersize": 8}), ("trained", {"markersize": 5, "linestyle": "--"})):
         intervals: list[Interval] = comparison[name]
         turns = range(len(intervals))
-        ax.plot(turns, [i.mean for i in intervals], marker="o", label=f"{name} (mean)")
+        ax.plot(turns, [i.mean for i in intervals], marker="o", label=f"{name} (mean)", **style)
         ax.fill_between(turns, [i.low for i in intervals], [i.high for i in intervals], alpha=0.2,
                         label=f"{name} 95% CI")  # fmt: skip
     highest = max(i.high for name in ("base", "trained") for i in comparison[name])
-    ax.set_ylim(-2.0, min(105.0, max(5.0, highest * 1.15)))  # a 0 % curve stays visible
+    top = min(105.0, max(5.0, highest * 1.15))
+    ax.set_ylim(-2.0, top)  # a 0 % curve stays visible above the axis
+    ax.set_yticks([tick for tick in ax.get_yticks() if 0 <= tick <= top])
     ax.set_ylabel("Pass@1 (%)")
     ax.set_title(f"Held-out Pass@1 per turn ({comparison['problems']} problems)")
 

@@ -29,7 +29,8 @@ STEP_COLUMNS = {  # report.json's name: veRL metric
     "groups_with_spread": training_curves.SPREAD,
     "response_length_mean": "response_length/mean",
     "truncated_fraction": "response_length/clip_ratio",
-    "rollout_probs_diff_mean": "training/rollout_probs_diff_mean",
+    "rollout_probs_diff_mean": "training/rollout_probs_diff_mean",  # absent when veRL bypasses
+    "ppo_kl": "actor/ppo_kl",  # the old log-probs (then the rollout's) vs the trainer's
     "pg_loss": "actor/pg_loss",
 }
 
@@ -139,7 +140,7 @@ def header(run: RunRecord, report: dict, warm: dict) -> list[str]:
         f"# COBALT quickstart — {run.root.name}",
         "",
         f"Profile `{run.profile}`; base model `{run.config['model']}` after an SFT warm-up on the "
-        f"{c['train_problems']} training problems' reference solutions ({warm['steps']} steps, loss "
+        f"{c['train_problems']} training problems' reference solutions ({warm['steps']} step(s), loss "
         f"{warm['first_loss']} → {warm['last_loss']}). The warm-up is part of the base model: both curves "
         f"start from it. Held-out problems ({c['heldout_problems']}) were never used for warm-up or training.",
         "",
@@ -166,28 +167,40 @@ def heldout(report: dict) -> list[str]:
     ]
 
 
-def training(report: dict) -> list[str]:
-    steps = report["grpo"]
-    names = [
-        "reward_mean",
-        "pass_rate_mean",
-        "groups_with_spread",
-        "truncated_fraction",
-        "rollout_probs_diff_mean",
+TABLE_COLUMNS = {  # report.json's name: column heading
+    "reward_mean": "reward mean",
+    "pass_rate_mean": "pass rate mean",
+    "groups_with_spread": "groups with reward spread",
+    "truncated_fraction": "truncated",
+    "rollout_probs_diff_mean": "mean abs(p_rollout - p_trainer)",
+    "ppo_kl": "actor ppo_kl",
+}
+
+
+def step_table(steps: list[dict]) -> list[str]:
+    """One row per step; the columns some step has a value for."""
+    names = [n for n in TABLE_COLUMNS if any(s.get(n) is not None for s in steps)]
+    return [
+        "| step | " + " | ".join(TABLE_COLUMNS[n] for n in names) + " |",
+        "|---:|" + "---:|" * len(names),
+        *[f"| {s['step']} | " + " | ".join(_fmt(s[n]) for n in names) + " |" for s in steps],
     ]
+
+
+def training(report: dict) -> list[str]:
     figure = ["![Training curves](training.png)", ""] if report["training_figure"] else [
         f"No training metrics: veRL's file logger wrote no `{METRICS_FILE}` in this run.", ""]  # fmt: skip
     return [
         "## GRPO training",
         "",
         *figure,
-        "| step | reward mean | pass rate mean | groups with reward spread | truncated | rollout-trainer prob gap |",
-        "|---:|---:|---:|---:|---:|---:|",
-        *[f"| {s['step']} | " + " | ".join(_fmt(s[n]) for n in names) + " |" for s in steps],
+        *step_table(report["grpo"]),
         "",
         "A group with reward spread is a prompt whose sampled responses did not all score the same: "
-        "only those give GRPO a non-zero advantage. Truncated: responses cut at the length limit; "
-        "the gap: mean |p_rollout − p_trainer| of the sampled tokens (veRL).",
+        "only those give GRPO a non-zero advantage. Truncated: the fraction of responses cut at the "
+        "length limit. The rollout–trainer gap: veRL's mean |p_rollout − p_trainer| of the sampled "
+        "tokens when it recomputes old log-probs; `actor/ppo_kl` is the KL between the old log-probs "
+        "(the rollout's when veRL bypasses the recomputation) and the trainer's during the update.",
         "",
     ]
 

@@ -89,18 +89,18 @@ def panel_lines(panel: Panel, keys: set[str]) -> list[tuple[str, str]]:
 def draw_panel(ax, panel: Panel, lines: list[tuple[str, str]], metrics: dict) -> None:
     from matplotlib.ticker import MaxNLocator
 
-    for label, key in lines:
-        ax.plot(*series(metrics, key), marker="o", markersize=4, label=label)
+    for order, (label, key) in enumerate(lines):  # smaller markers on top: equal values stay visible
+        ax.plot(*series(metrics, key), marker="o", markersize=max(2.5, 7 - 1.5 * order), label=label)
     ax.set_title(panel.title, fontsize=10)
     ax.set_xlabel("training step")
     ax.set_ylabel(panel.ylabel)
     ax.set_xlim(min(metrics) - 0.5, max(metrics) + 0.5)  # the same steps in every panel
-    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True, min_n_ticks=1))
     ax.ticklabel_format(axis="y", style="sci", scilimits=(-3, 4))
     ax.grid(alpha=0.3)
     if panel.fraction:
         ax.set_ylim(-0.03, 1.03)
-    if len(lines) > 1 or panel.lines[0][1].endswith("*"):
+    if len(panel.lines) > 1 or panel.lines[0][1].endswith("*"):  # which of several metrics it is
         ax.legend(fontsize=7)
 
 
