@@ -1,1 +1,3 @@
-"""Evaluation: hidden-test re-runs of trajectories, Pass@k per turn, summaries, tables and plots."""
+"""Evaluation and the project's reports: hidden-test re-runs of trajectories, Pass@1 per turn
+(estimators in cobalt.passk), base-vs-trained comparisons with intervals, training curves, tables
+and plots."""
