@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
+import resource
 import shutil
 import socket
 import tempfile
@@ -344,3 +346,53 @@ def test_a_program_cannot_raise_its_limits_nor_dump_core(cfg):
     assert "raised []" in output_of(result)
     if cfg.backend == "landlock":  # the scratch dir is on the host: nothing dumped there
         assert not [p for p in Path(cfg.scratch_root).rglob("core*")]
+
+
+# --- limits hold for everything a request starts, together (issue 20, item 1) --------------------
+
+FORKED_SPINNERS = """
+import ctypes, time
+libc = ctypes.CDLL(None)
+for _ in range(16):
+    if libc.fork() == 0:
+        while True:
+            pass
+print("spinning", flush=True)
+time.sleep(60)
+"""
+
+FORKED_HOARDERS = """
+import ctypes, time
+libc = ctypes.CDLL(None)
+for _ in range(5):
+    if libc.fork() == 0:
+        hoard = b"x" * (600 << 20)
+        time.sleep(60)
+print("hoarding", flush=True)
+time.sleep(60)
+"""
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def test_forked_spinners_share_one_tests_cpu_time(cfg):
+    # Each child had its own RLIMIT_CPU: 16 of them burned 2 cores until the wall backstop.
+    cfg = dataclasses.replace(cfg, wall_timeout_s=20)  # the backstop then ended them after 20 s
+    before = _children_cpu()
+    [result] = run_in_sandbox(FORKED_SPINNERS, [""], cfg)
+    used = _children_cpu() - before  # the sandbox's processes are reaped below this process
+    assert result["status"] == "timeout"
+    assert used < cfg.test_timeout_s + 2.0, f"the request used {used:.1f} CPU-s"
+
+
+def test_forked_children_share_one_tests_memory(cfg):
+    # 5 x 600 MiB: each child within its own 1 GiB, together 3 GiB.
+    [result] = run_in_sandbox(FORKED_HOARDERS, [""], cfg)
+    assert result["status"] == "memory_limit", result
+    feedback = run(FORKED_HOARDERS, cfg)["feedback"][0]
+    assert feedback == (
+        f"Input:\n\nMemoryError: Program used more than {cfg.memory_mb} MiB of memory (all its processes together)."
+    )

@@ -19,6 +19,8 @@ class SandboxConfig:
     test_concurrency: int = 4
     memory_mb: int = 1024
     max_processes: int = 64
+    request_memory_mb: int | None = None  # all processes of a request; None: memory_mb x test_concurrency
+    request_cpu_s: float | None = None  # all processes of a request; None: test_timeout_s x tests + 1
     max_file_mb: int = 16
     max_scratch_mb: int = 64  # all files of one request's programs together
     max_scratch_files: int = 4096  # files and directories of one request's programs together
@@ -47,7 +49,15 @@ class SandboxConfig:
             if getattr(self, name) <= 0:
                 raise ValueError(f"sandbox.{name} must be positive")
 
-    def harness_limits(self, dedicated_uid: bool, scratch_mounts: tuple[str, ...] = ()) -> dict:
+    def request_memory_bytes(self) -> int:
+        return (self.request_memory_mb or self.memory_mb * self.test_concurrency) << 20
+
+    def request_cpu_seconds(self, tests: int) -> float:
+        return self.request_cpu_s or self.test_timeout_s * tests + 1.0
+
+    def harness_limits(
+        self, dedicated_uid: bool, scratch_mounts: tuple[str, ...] = (), tests: int = 1
+    ) -> dict:
         """The limits the in-sandbox harness applies (see harness.py). ``scratch_mounts``: the
         filesystems of their own (bwrap's sized tmpfs) that hold every file a program may write;
         empty when the scratch space is a host directory."""
@@ -55,6 +65,8 @@ class SandboxConfig:
             "cpu_seconds": self.test_timeout_s,
             "wall_seconds": max(self.wall_timeout_s, self.test_timeout_s),
             "memory_bytes": self.memory_mb << 20,
+            "request_memory_bytes": self.request_memory_bytes(),
+            "request_cpu_seconds": self.request_cpu_seconds(tests),
             "max_file_bytes": min(self.max_file_mb, self.max_scratch_mb) << 20,
             "max_scratch_bytes": self.max_scratch_mb << 20,
             "max_scratch_files": self.max_scratch_files,

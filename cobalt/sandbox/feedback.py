@@ -30,6 +30,11 @@ def feedback_for(run: dict, test_input: str, expected: str, timeout_s: float) ->
             f"Input:\n{trunc(test_input)}\nDiskLimitError: Program wrote more than {run['limit_mb']:g} MiB"
             f" (or {run['limit_files']} files) to disk."
         )
+    if run["status"] == "memory_limit":  # ours: all the program's processes together
+        return (
+            f"Input:\n{trunc(test_input)}\nMemoryError: Program used more than {run['limit_mb']:g} MiB"
+            " of memory (all its processes together)."
+        )
     head = f"Input:\n{trunc(test_input)}\nProgram's Output:\n{trunc(run['stdout'])}\n"
     if run["rc"] != 0 and run["stderr"].strip():
         return head + f"Stderr:\n{trunc(run['stderr'])}"

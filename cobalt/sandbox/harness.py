@@ -12,7 +12,8 @@ and writes one framed record per finished test on stdout (parsed defensively by 
 
 status: ``exit`` (the program ended by itself), ``timeout`` (CPU limit or wall backstop),
 ``output_limit`` (stopped for printing too much), ``disk_limit`` (the request's files outgrew
-its scratch bound: the tests running then and those not yet started). Expected outputs never
+its scratch bound: the tests running then and those not yet started), ``memory_limit`` (the
+processes of a test, or of the whole request, held more memory together than allowed). Expected outputs never
 enter the sandbox: the launcher decides verdicts. Each child is forked from a parent that has
 compiled (but not run) the program and runs in a fresh working directory (removed when it ends),
 so tests cannot see each other's state, and start-up (interpreter, sandbox) is paid once per
@@ -33,6 +34,8 @@ import time
 PROGRAM_NAME = "solution.py"
 READ_CHUNK = 65536
 DISK_CHECK_SECONDS = 0.01  # how often the scratch space is measured while tests run
+PROCESS_CHECK_SECONDS = 0.05  # how often the CPU time and memory of all processes are summed
+PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
 # CPU a test must have used during its last wall-clock window to be given another one: below it,
 # the program is blocked (sleeping, waiting), above it, it is computing on a machine too busy to
 # let it finish in time (RLIMIT_CPU still ends it if it spins).
@@ -340,6 +343,8 @@ class Run:
         self.cpu_at_window_start = 0.0
         self.max_output = limits["max_output_bytes"]
         self.over_output = False
+        self.group_cpu = None  # CPU seconds of every process of the test, when last measured
+        self.forced_status = None  # set when the harness stops the test for a request-wide limit
 
 
 class Loop:
@@ -437,10 +442,10 @@ def still_computing(run, now, limits):
     """At its wall deadline, a test that used CPU in the last window is starved, not stuck: the
     wall backstop is for blocked programs, so verdicts do not depend on the machine's load. It
     gets another window; the CPU limit and the request's deadline still bound it."""
-    cpu = cpu_seconds(run.pid)
-    if cpu is None or cpu - run.cpu_at_window_start < MIN_CPU_PER_WALL_WINDOW:
+    cpu = cpu_seconds(run.pid)  # now, or (more) as the whole group was last measured
+    if cpu is None or max(cpu, run.group_cpu or 0.0) - run.cpu_at_window_start < MIN_CPU_PER_WALL_WINDOW:
         return False
-    run.cpu_at_window_start = cpu
+    run.cpu_at_window_start = max(cpu, run.group_cpu or 0.0)
     run.deadline = now + limits["wall_seconds"]
     return True
 
@@ -469,6 +474,8 @@ def finish(run, loop, limits, emit, disk, killed_for_time=False):
     rc = os.waitstatus_to_exitcode(wait_status)
     if over_disk:
         status = "disk_limit"
+    elif run.forced_status:
+        status = run.forced_status
     elif killed_for_time or cpu >= limits["cpu_seconds"] or rc == -SIGXCPU:
         status = "timeout"
     elif run.over_output:
@@ -585,15 +592,81 @@ def remove_tree(top):
         pass
 
 
-def stop_all(running, pending, loop, limits, emit, disk):
-    """The request outgrew its scratch bound: stop every running test, skip the rest."""
+def stop_all(running, pending, loop, limits, emit, disk, status="disk_limit"):
+    """The request outgrew a request-wide bound: stop every running test, skip the rest."""
     for run in running.values():
+        run.forced_status = status
         kill_group(run.pid)
     for run in list(running.values()):
         finish(run, loop, limits, emit, disk)
     running.clear()
     while pending:
-        emit(pending.pop(), "disk_limit", 0, 0.0, b"", b"")
+        emit(pending.pop(), status, 0, 0.0, b"", b"")
+
+
+# --- CPU time and memory of everything a request starts --------------------------------------------
+
+class ProcessWatch:
+    """Rlimits bound each process alone: 16 forked spinners had 16 x the CPU time, 5 children each
+    holding 900 MiB 5 x the memory. This sums, from /proc, the CPU time of every process of a test
+    (its process group, dead members included through their parents) and the CPU time and resident
+    memory of every process of the request: the sandbox's PID namespace (bwrap, where the harness is
+    init) or the slot's uid (landlock), plus what the harness has reaped. Kernel cgroup limits,
+    where the launcher can set them, bound the same totals without polling."""
+
+    def __init__(self, limits):
+        self.whole_sandbox = os.getpid() == 1 or (limits["dedicated_uid"] and os.geteuid() != 0)
+        self.max_cpu = limits["request_cpu_seconds"]
+        self.max_memory = limits["request_memory_bytes"]
+        self.next_check = time.monotonic() + PROCESS_CHECK_SECONDS
+
+    def sample(self, groups):
+        """CPU seconds and resident bytes per watched process group, and the request's CPU
+        seconds and resident bytes."""
+        me, uid = os.getpid(), os.getuid()
+        group_cpu, group_rss, cpu, rss = dict.fromkeys(groups, 0.0), dict.fromkeys(groups, 0), 0.0, 0
+        for name in os.listdir("/proc"):
+            if not name.isdigit() or int(name) == me:
+                continue
+            try:
+                if os.getpid() != 1 and os.stat("/proc/" + name).st_uid != uid:
+                    continue
+                with open("/proc/%s/stat" % name, "rb") as stat:
+                    fields = stat.read().rsplit(b")", 1)[1].split()
+            except (OSError, IndexError):
+                continue  # gone meanwhile
+            used = sum(int(f) for f in fields[11:15]) / CLOCK_TICKS  # utime stime cutime cstime
+            resident = int(fields[21]) * PAGE_SIZE
+            group = int(fields[2])
+            if group in group_cpu:
+                group_cpu[group] += used
+                group_rss[group] += resident
+            if self.whole_sandbox or group in group_cpu:
+                cpu += used
+                rss += resident
+        reaped = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return group_cpu, group_rss, cpu + reaped.ru_utime + reaped.ru_stime, rss
+
+    def check(self, running, limits):
+        """Tests whose processes together went over their CPU time or memory (each marked with
+        its status), and the request's status if everything together did, else None."""
+        group_cpu, group_rss, cpu, rss = self.sample(running)
+        self.next_check = time.monotonic() + PROCESS_CHECK_SECONDS
+        stopped = []
+        for pid, used in group_cpu.items():
+            run = running[pid]
+            run.group_cpu = used
+            if used >= limits["cpu_seconds"]:
+                run.forced_status = "timeout"
+            elif group_rss[pid] > limits["memory_bytes"]:
+                run.forced_status = "memory_limit"
+            if run.forced_status:
+                stopped.append(run)
+        if cpu > self.max_cpu:
+            return stopped, "timeout"
+        if rss > self.max_memory:
+            return stopped, "memory_limit"
+        return stopped, None
 
 
 def fresh_stdio():
@@ -609,6 +682,7 @@ def run_tests(program, inputs, limits, emit, landlock=None):
     loop = Loop()
     stdio = fresh_stdio()
     disk = DiskWatch(limits)
+    processes = ProcessWatch(limits)
     give_up_at = time.monotonic() + limits["request_seconds"]  # the launcher has stopped waiting
     pending = list(range(len(inputs)))
     pending.reverse()
@@ -618,7 +692,7 @@ def run_tests(program, inputs, limits, emit, landlock=None):
             index = pending.pop()
             run = start_test(index, program, inputs[index], limits, loop, stdio, landlock)
             running[run.pid] = run
-        wake_at = min(min(r.deadline for r in running.values()), disk.next_check)
+        wake_at = min(min(r.deadline for r in running.values()), disk.next_check, processes.next_check)
         for fd, _ in loop.epoll.poll(max(0.0, wake_at - time.monotonic())):
             if fd not in loop.owner:
                 continue  # forgotten earlier in this batch of events
@@ -639,8 +713,22 @@ def run_tests(program, inputs, limits, emit, landlock=None):
             finish(run, loop, limits, emit, disk, killed_for_time=True)
         if disk.exceeded or (running and now >= disk.next_check and disk.check()):
             stop_all(running, pending, loop, limits, emit, disk)
+        if running and now >= processes.next_check:
+            watch_processes(processes, running, pending, loop, limits, emit, disk)
     for run in running.values():
         kill_group(run.pid)
+
+
+def watch_processes(processes, running, pending, loop, limits, emit, disk):
+    """Stop the tests whose processes used their CPU time together, or the whole request when
+    everything it started is over the request's CPU time or memory."""
+    stopped, request_status = processes.check(running, limits)
+    for run in stopped:
+        kill_group(run.pid)
+        del running[run.pid]
+        finish(run, loop, limits, emit, disk)
+    if request_status:
+        stop_all(running, pending, loop, limits, emit, disk, request_status)
 
 
 def end_sandbox(limits):

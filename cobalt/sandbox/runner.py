@@ -418,7 +418,7 @@ def _launch(backend, cfg: SandboxConfig, code: str, inputs: list[str], deadline:
         request = {
             "code": code,
             "inputs": [s.encode("utf-8", "surrogatepass") for s in inputs],
-            "limits": cfg.harness_limits(slot.dedicated, backend.scratch_mounts),
+            "limits": cfg.harness_limits(slot.dedicated, backend.scratch_mounts, tests=len(inputs)),
             "landlock": backend.landlock_spec(scratch),
         }
         try:
@@ -447,6 +447,8 @@ def _launch(backend, cfg: SandboxConfig, code: str, inputs: list[str], deadline:
     for result in results:
         if result["status"] == "disk_limit":
             result.update(limit_mb=cfg.max_scratch_mb, limit_files=cfg.max_scratch_files)
+        elif result["status"] == "memory_limit":
+            result.update(limit_mb=cfg.memory_mb)
     return results
 
 
