@@ -43,6 +43,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from cobalt.sandbox import cgroups
 from cobalt.sandbox.config import SandboxConfig
 from cobalt.sandbox.harness import remove_tree
 
@@ -388,12 +389,14 @@ def get_backend(cfg: SandboxConfig):
             log.warning("sandbox backend %s unusable: %s", name, e)
             continue
         level = logging.INFO if name == "bwrap" else logging.WARNING
+        groups = request_cgroups()
         log.log(
             level,
-            "sandbox backend: %s (%s; scratch: %s)",
+            "sandbox backend: %s (%s; scratch: %s; limits per request: %s)",
             name,
             "dedicated uid per slot" if os.geteuid() == 0 else "running as the current user",
             "host dirs, checked by the harness" if backend.host_scratch else "a private sized tmpfs",
+            (groups.describe() + " and " if groups else "no usable cgroups: ") + "the harness's /proc polling",
         )
         return backend
     raise SandboxUnavailable(
@@ -421,9 +424,11 @@ def _launch(backend, cfg: SandboxConfig, code: str, inputs: list[str], deadline:
             "limits": cfg.harness_limits(slot.dedicated, backend.scratch_mounts, tests=len(inputs)),
             "landlock": backend.landlock_spec(scratch),
         }
+        groups = request_cgroups()
+        prefix = groups.command_prefix(groups.prepare(slot.index, _cgroup_limits(cfg))) if groups else []
         try:
             proc = subprocess.Popen(
-                backend.command(slot, scratch),
+                prefix + backend.command(slot, scratch),
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
@@ -443,6 +448,8 @@ def _launch(backend, cfg: SandboxConfig, code: str, inputs: list[str], deadline:
         finally:
             _kill(proc)
             backend.cleanup(slot)
+            if groups:
+                groups.release(slot.index)
     results = _parse_results(out, err, proc.returncode, len(inputs))
     for result in results:
         if result["status"] == "disk_limit":
@@ -450,6 +457,22 @@ def _launch(backend, cfg: SandboxConfig, code: str, inputs: list[str], deadline:
         elif result["status"] == "memory_limit":
             result.update(limit_mb=cfg.memory_mb)
     return results
+
+
+@functools.cache
+def request_cgroups() -> cgroups.RequestCgroups | None:
+    return cgroups.detect()
+
+
+def _cgroup_limits(cfg: SandboxConfig) -> cgroups.Limits:
+    """The kernel's ceiling for a request: the harness's memory bound plus its scratch tmpfs (in
+    memory, charged to the group) and the harness itself; as many CPUs as tests run at once."""
+    scratch = 2 * ((cfg.max_scratch_mb << 20) + cfg.max_code_bytes + (1 << 20))
+    return cgroups.Limits(
+        max_processes=cfg.max_processes,
+        memory_bytes=cfg.request_memory_bytes() + scratch + (64 << 20),
+        cpus=cfg.test_concurrency,
+    )
 
 
 def _host_scratch(backend, cfg: SandboxConfig, slot: Slot):
