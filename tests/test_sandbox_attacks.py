@@ -409,3 +409,70 @@ def test_forked_children_share_one_tests_memory(cfg, request_limits):
     assert feedback == (
         f"Input:\n\nMemoryError: Program used more than {cfg.memory_mb} MiB of memory (all its processes together)."
     )
+
+
+# --- the verdict cannot be read or forged (issue 20, item 4) -------------------------------------
+
+SEARCH_FOR_THE_ANSWER = """
+import gc, os, sys
+token = "{token}"[::-1][::-1]  # built at run time: the literal is in the program, not the answer
+token = token.replace("PROBE", "")
+found = []
+if any(token in value for value in os.environ.values()) or any(token in arg for arg in sys.argv):
+    found.append("env/argv")
+for obj in gc.get_objects():
+    if isinstance(obj, (str, bytes)) and obj != token:
+        text = obj if isinstance(obj, str) else obj.decode("latin-1")
+        if token in text and "PROBE" not in text:
+            found.append("memory")
+            break
+open_fds = []
+for fd in range(3, 256):
+    try:
+        os.fstat(fd)
+        open_fds.append(fd)
+    except OSError:
+        pass
+print("found", found, "fds", open_fds)
+"""
+
+
+def test_the_expected_output_is_nowhere_the_program_can_look(cfg):
+    answer = f"ANSWER{uuid.uuid4().hex}"
+    program = SEARCH_FOR_THE_ANSWER.format(token=answer[:6] + "PROBE" + answer[6:])
+    result = evaluate(program, {"inputs": [""], "outputs": [answer]}, cfg)
+    assert output_of(result).startswith("found [] fds []"), output_of(result)
+
+
+@pytest.mark.parametrize(
+    "ending, passes",
+    [
+        ("", True),
+        ("print('   ')\nprint()\n", True),  # whitespace around the answer is ignored
+        ("import sys\nsys.exit(1)\n", False),
+        ("import ctypes, os\nctypes.CDLL(None).kill(os.getpid(), 9)\n", False),
+        ("import ctypes\nctypes.CDLL(None).abort()\n", False),
+        ("while True:\n    pass\n", False),
+        ("import time\ntime.sleep(60)\n", False),
+    ],
+    ids=["clean exit", "padded", "exit 1", "killed", "aborted", "spins", "sleeps"],
+)
+def test_the_right_answer_then_misbehaving_is_judged_as_the_reference_does(cfg, ending, passes):
+    program = "import sys\nprint(42)\nsys.stdout.flush()\n" + ending
+    assert evaluate(program, {"inputs": [""], "outputs": ["42"]}, cfg)["passing"] == [passes]
+
+
+# --- output and input abuse (issue 20, item 6) ---------------------------------------------------
+
+
+def test_a_stderr_flood_and_a_closed_stdin_end_at_their_limits(cfg):
+    flood = "import sys\nwhile True:\n    sys.stderr.write('e' * 65536)\n"
+    closed_stdin = "import os, time\nos.close(0)\ntime.sleep(60)\n"
+    tests = {"inputs": ["x" * 100_000, "", "1"], "outputs": ["", "", "2"]}
+    for program in (flood, closed_stdin):
+        result = evaluate(program + "\n", tests, cfg)
+        assert result["passing"] == [False, False, False]
+    runs = run_in_sandbox(flood, [""], cfg)
+    assert runs[0]["status"] == "output_limit" and len(runs[0]["stderr"]) <= cfg.max_output_bytes
+    # the harness and the next request are unharmed
+    assert evaluate("print(int(input()) * 2)", {"inputs": ["1"], "outputs": ["2"]}, cfg)["passing"] == [True]
