@@ -40,7 +40,7 @@ def test_a_requests_processes_live_in_its_slots_cgroup_with_its_limits(cfg):
     watcher.join()
     assert result["stdout"] == "ok\n"
     assert seen, "no process of the request was in slot 0's cgroup"
-    members, limits = seen[0]
+    _, limits = seen[0]
     expected = _cgroup_limits(cfg)
     assert limits["pids"] == expected.max_processes
     assert limits["memory"] == expected.memory_bytes

@@ -11,9 +11,9 @@ from cobalt.analysis.turn_errors import extract_cases
 from cobalt.config import load_config
 from cobalt.data import cli as data_cli
 from cobalt.data.sources import iter_local
-from cobalt.data.testcases import parse_test_cases
 from cobalt.errors import DataError
 from cobalt.jsonl import load_jsonl, record_key, write_jsonl
+from cobalt.testcases import parse_test_cases
 
 CASE_FIELDS = (
     *CASE_KEY,

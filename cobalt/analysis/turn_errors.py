@@ -27,12 +27,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from cobalt.data.sources import iter_local
-from cobalt.data.testcases import parse_test_cases
 from cobalt.data.trajectories import read_trajectories
 from cobalt.errors import DataError
 from cobalt.extract import extract_code
 from cobalt.prompts import shown_feedback
 from cobalt.sandbox.feedback import trunc
+from cobalt.testcases import parse_test_cases
 
 PERTURBED_FIELD = "perturbed_public_test_cases"
 N_PERTURBED = 2  # run_perturbation.py swaps the outputs of exactly two public tests

@@ -15,8 +15,8 @@ import logging
 
 from tqdm import tqdm
 
-from cobalt.data.testcases import failure_result
 from cobalt.prompts import no_code_result
+from cobalt.testcases import failure_result
 
 log = logging.getLogger("cobalt.execute")
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 
 from cobalt.data.execute import Executor
-from cobalt.data.testcases import pass_rate
 from cobalt.extract import extract_code
+from cobalt.testcases import pass_rate
 
 
 def assistant_codes(conversation: list[dict]) -> list[str | None]:

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import logging
 
-from cobalt.data.testcases import failure_result, parse_test_cases
 from cobalt.errors import DataError
 from cobalt.sandbox.config import SandboxConfig, default_config
 from cobalt.sandbox.feedback import REQUEST_TIMEOUT_FEEDBACK, exception_feedback, feedback_for, is_pass
 from cobalt.sandbox.runner import RequestTimeout, SandboxError, SandboxUnavailable, run_in_sandbox
+from cobalt.testcases import failure_result, parse_test_cases
 
 log = logging.getLogger("cobalt.sandbox")
 

@@ -18,9 +18,9 @@ from concurrent.futures import ThreadPoolExecutor
 from ray import serve
 
 from cobalt.config import from_dict, load_config
-from cobalt.data.testcases import failure_result
 from cobalt.sandbox import SandboxConfig, evaluate
 from cobalt.sandbox.runner import get_backend
+from cobalt.testcases import failure_result
 
 log = logging.getLogger("cobalt.serve")
 

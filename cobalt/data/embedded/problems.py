@@ -19,9 +19,9 @@ import pickle
 import zlib
 from pathlib import Path
 
-from cobalt.data.testcases import parse_test_cases
 from cobalt.errors import DataError
 from cobalt.jsonl import write_jsonl
+from cobalt.testcases import parse_test_cases
 
 PROBLEMS_PATH = Path(__file__).with_name("problems.json")
 SOURCE = "cobalt-embedded"
