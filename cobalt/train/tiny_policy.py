@@ -121,6 +121,17 @@ def build_model(tokenizer, opts: WarmUpOptions):
     return model
 
 
+def loaded_tokenizer(tokenizer, out: Path, opts: WarmUpOptions):
+    """The tokenizer as vLLM and veRL will load it from ``out``: once the model's config.json is
+    there, AutoTokenizer picks the Qwen2 tokenizer class, which rebuilds the pre-tokenizer (its own
+    split regex, NFC) around the trained vocabulary and tokenizes differently from the object
+    ``build_tokenizer`` returned. The SFT must see the prompts as the rollout will."""
+    from transformers import AutoTokenizer
+
+    build_model(tokenizer, opts).config.save_pretrained(out)
+    return AutoTokenizer.from_pretrained(out)
+
+
 def warm_up(
     data_file: str | Path,
     out: str | Path,
@@ -136,7 +147,7 @@ def warm_up(
     programs = programs if programs is not None else programs_by_tests(all_rows)
     examples = sft_examples(all_rows, programs)
     texts = [m["content"] for messages, _ in examples for m in messages] + [r for _, r in examples]
-    tokenizer = build_tokenizer(texts, out, opts.vocab_size)
+    tokenizer = loaded_tokenizer(build_tokenizer(texts, out, opts.vocab_size), out, opts)
     rows = [r for r in all_rows if len(prompt_ids(tokenizer, r["prompt"])) <= opts.max_prompt_tokens]
     if not rows:
         raise ValueError(f"no prompt of {data_file} fits in {opts.max_prompt_tokens} tokens")
