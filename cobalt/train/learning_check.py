@@ -1,0 +1,203 @@
+"""The learning check's verdict: did a GRPO run make the policy better? Reads veRL's metrics file.
+
+    python -m cobalt.train.learning_check runs/learning_check/<id>/metrics.jsonl
+           [--window 4] [--margin 0.15] [--val-margin 0.05] [--reward-key critic/score/mean]
+
+``scripts/learning_check.sh`` trains (``configs/train/learning_check.yaml``) and then runs this.
+The metrics file is what veRL's ``file`` logger writes (``trainer.logger`` with ``file``,
+``VERL_FILE_LOGGER_PATH``): one JSON object per line, ``{"step": N, "data": {metric: value}}``;
+validation before training is logged at step 0, and lines of the same step are merged.
+
+The run learned when, on one seeded run:
+
+* the mean per-step training reward (``critic/score/mean``: the mean COBALT reward of the step's
+  responses) over the last ``window`` steps exceeds the mean over the first ``window`` steps by at
+  least ``margin`` -- window means, not one step, so one lucky batch cannot pass the check; and
+* the validation score (``val-core/<source>/acc/mean@<n>``, averaged over data sources) at the
+  last validation exceeds the first (step 0, before any update) by at least ``val_margin``.
+
+Exit status 0 when both hold, 1 when not, 2 when the file cannot be judged (missing, too few
+steps, no validation). The thresholds below were chosen from measured runs; see
+``tests/test_learning_check.py`` and docs/training.md ("The learning check") for the numbers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import math
+import re
+import sys
+from pathlib import Path
+
+REWARD_KEY = "critic/score/mean"
+VAL_KEY = r"^val-core/.+/acc/mean@\d+$"
+
+
+@dataclasses.dataclass(frozen=True)
+class Criteria:
+    window: int = 4  # steps averaged at each end
+    margin: float = 0.15  # last-window mean reward minus first-window mean, at least
+    val_margin: float = 0.05  # last validation score minus the first, at least
+    reward_key: str = REWARD_KEY
+    val_key: str = VAL_KEY  # a regular expression; matching keys of one step are averaged
+
+
+@dataclasses.dataclass
+class Verdict:
+    passed: bool
+    rewards: dict[int, float]  # training step -> reward mean
+    first_mean: float
+    last_mean: float
+    gain: float
+    validation: dict[int, float]  # step -> validation score
+    val_gain: float
+    criteria: Criteria
+    reasons: list[str]  # why it failed (empty when it passed)
+
+    def as_dict(self) -> dict:
+        return {**dataclasses.asdict(self), "criteria": dataclasses.asdict(self.criteria)}
+
+
+class Unjudgeable(ValueError):
+    """The metrics cannot answer the question (no file, too few steps, no validation)."""
+
+
+def read_metrics(path: str | Path) -> dict[int, dict]:
+    """``{step: metrics}`` from veRL's file logger; lines of the same step are merged."""
+    path = Path(path)
+    if not path.is_file():
+        raise Unjudgeable(f"{path}: no metrics file (was trainer.logger given 'file'?)")
+    steps: dict[int, dict] = {}
+    for number, line in enumerate(path.read_text().splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            entry = json.loads(line)
+            step, data = int(entry["step"]), dict(entry["data"])
+        except (ValueError, KeyError, TypeError) as error:
+            raise Unjudgeable(f"{path}:{number}: not a veRL metrics line ({error})") from None
+        steps.setdefault(step, {}).update(data)
+    return steps
+
+
+def _number(value) -> float | None:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return number if math.isfinite(number) else None
+
+
+def series(metrics: dict[int, dict], key: str) -> dict[int, float]:
+    """``{step: value}`` of one metric, steps in order (non-numbers dropped)."""
+    values = {step: _number(data.get(key)) for step, data in sorted(metrics.items())}
+    return {step: value for step, value in values.items() if value is not None}
+
+
+def validation_series(metrics: dict[int, dict], pattern: str) -> dict[int, float]:
+    """``{step: mean of the metrics whose key matches pattern}`` for the steps that have any."""
+    regex = re.compile(pattern)
+    out = {}
+    for step, data in sorted(metrics.items()):
+        values = [v for k, v in data.items() if regex.search(k) and _number(v) is not None]
+        if values:
+            out[step] = sum(map(float, values)) / len(values)
+    return out
+
+
+def judge(metrics: dict[int, dict], criteria: Criteria = Criteria()) -> Verdict:
+    """The verdict on a run's metrics (see the module doc); Unjudgeable when it cannot tell."""
+    rewards = {step: value for step, value in series(metrics, criteria.reward_key).items() if step > 0}
+    if criteria.window < 1:
+        raise Unjudgeable(f"window must be at least 1, got {criteria.window}")
+    if len(rewards) < 2 * criteria.window:
+        raise Unjudgeable(
+            f"{len(rewards)} training steps with {criteria.reward_key}; the check compares the first "
+            f"{criteria.window} with the last {criteria.window}, so it needs at least {2 * criteria.window}"
+        )
+    values = list(rewards.values())
+    first_mean = sum(values[: criteria.window]) / criteria.window
+    last_mean = sum(values[-criteria.window :]) / criteria.window
+    validation = validation_series(metrics, criteria.val_key)
+    if len(validation) < 2:
+        raise Unjudgeable(
+            f"validation scores ({criteria.val_key}) at {len(validation)} step(s); the check needs one "
+            "before training (trainer.val_before_train=true) and one after"
+        )
+    val_steps = sorted(validation)
+    val_gain = validation[val_steps[-1]] - validation[val_steps[0]]
+    gain = last_mean - first_mean
+    reasons = []
+    if not gain >= criteria.margin:
+        reasons.append(
+            f"reward gain {gain:+.3f} (last {criteria.window} steps {last_mean:.3f} - first "
+            f"{criteria.window} {first_mean:.3f}) is below the margin {criteria.margin}"
+        )
+    if not val_gain >= criteria.val_margin:
+        reasons.append(
+            f"validation gain {val_gain:+.3f} (step {val_steps[-1]}: {validation[val_steps[-1]]:.3f}, "
+            f"step {val_steps[0]}: {validation[val_steps[0]]:.3f}) is below the margin {criteria.val_margin}"
+        )
+    return Verdict(
+        passed=not reasons,
+        rewards=rewards,
+        first_mean=first_mean,
+        last_mean=last_mean,
+        gain=gain,
+        validation=validation,
+        val_gain=val_gain,
+        criteria=criteria,
+        reasons=reasons,
+    )
+
+
+def report(verdict: Verdict) -> str:
+    c = verdict.criteria
+    lines = [f"reward per step ({c.reward_key}):"]
+    lines += [f"  step {step:3d}  {value:+.4f}" for step, value in verdict.rewards.items()]
+    lines.append(
+        f"first {c.window} steps {verdict.first_mean:+.4f}, last {c.window} steps {verdict.last_mean:+.4f}: "
+        f"gain {verdict.gain:+.4f} (margin {c.margin})"
+    )
+    val = ", ".join(f"step {step} {value:.4f}" for step, value in verdict.validation.items())
+    lines.append(f"validation ({c.val_key}): {val}: gain {verdict.val_gain:+.4f} (margin {c.val_margin})")
+    if verdict.passed:
+        lines.append("LEARNED: the reward and the validation score rose by at least their margins")
+    else:
+        lines += ["NOT LEARNED:"] + [f"  {reason}" for reason in verdict.reasons]
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    defaults = Criteria()
+    parser = argparse.ArgumentParser(
+        description="Verdict of the learning check on veRL's metrics JSONL (trainer.logger 'file'): "
+        "exit 0 when the mean reward of the last steps beats that of the first steps by the margin "
+        "and validation rose; 1 when not; 2 when the file cannot be judged."
+    )
+    parser.add_argument("metrics", help="veRL's file-logger JSONL (VERL_FILE_LOGGER_PATH)")
+    parser.add_argument("--window", type=int, default=defaults.window, help="steps averaged at each end")
+    parser.add_argument("--margin", type=float, default=defaults.margin, help="required reward gain")
+    parser.add_argument(
+        "--val-margin", type=float, default=defaults.val_margin, help="required validation gain"
+    )
+    parser.add_argument("--reward-key", default=defaults.reward_key, help="per-step training reward metric")
+    parser.add_argument("--val-key", default=defaults.val_key, help="regex of the validation metric(s)")
+    parser.add_argument("--json", metavar="FILE", help="also write the verdict as JSON here")
+    args = parser.parse_args(argv)
+    criteria = Criteria(args.window, args.margin, args.val_margin, args.reward_key, args.val_key)
+    try:
+        verdict = judge(read_metrics(args.metrics), criteria)
+    except Unjudgeable as error:
+        print(f"learning check: cannot judge: {error}", file=sys.stderr)
+        return 2
+    print(report(verdict), flush=True)
+    if args.json:
+        Path(args.json).write_text(json.dumps(verdict.as_dict(), indent=1) + "\n")
+    return 0 if verdict.passed else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

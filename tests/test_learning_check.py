@@ -1,0 +1,160 @@
+"""The learning check: the verdict module on made-up metrics files (fast, no veRL), then the real
+check -- ``scripts/learning_check.sh``, COBALT GRPO on CPU -- which must pass, and the same run with
+the rewards handed to the wrong responses, which must fail.
+
+MEASURED (filled in below from real runs; see docs/training.md, "The learning check").
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from cobalt.train.learning_check import Criteria, Unjudgeable, judge, main, read_metrics
+
+ROOT = Path(__file__).resolve().parents[1]
+VAL = "val-core/code_taco_verified/acc/mean@4"
+
+
+def write_metrics(path: Path, rewards: list[float], val: dict[int, float], **extra) -> Path:
+    """A metrics file as veRL's file logger writes it: validation before training at step 0 on
+    its own line, then one line per step (the last step's validation in the same line)."""
+    lines = []
+    if 0 in val:
+        lines.append({"step": 0, "data": {VAL: val[0], "val-aux/code_taco_verified/acc/std@4": 0.1}})
+    for step, reward in enumerate(rewards, 1):
+        data = {"critic/score/mean": reward, "critic/score/max": 1.0, **extra}
+        if step in val:
+            data[VAL] = val[step]
+        lines.append({"step": step, "data": data})
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return path
+
+
+# ---- the verdict ----------------------------------------------------------------------------------
+
+
+def test_rising_reward_and_validation_pass(tmp_path):
+    rewards = [-0.2, -0.1, -0.15, -0.1, 0.0, 0.1, 0.2, 0.1, 0.2, 0.3]
+    verdict = judge(read_metrics(write_metrics(tmp_path / "m.jsonl", rewards, {0: 0.1, 10: 0.3})))
+    assert verdict.passed, verdict.reasons
+    assert verdict.first_mean == pytest.approx(-0.1375)
+    assert verdict.last_mean == pytest.approx(0.2)
+    assert verdict.gain == pytest.approx(0.3375)
+    assert verdict.val_gain == pytest.approx(0.2)
+    assert list(verdict.rewards) == list(range(1, 11))
+
+
+def test_flat_reward_fails_even_with_rising_validation(tmp_path):
+    rewards = [0.0, 0.1, -0.1, 0.05] * 3
+    verdict = judge(read_metrics(write_metrics(tmp_path / "m.jsonl", rewards, {0: 0.1, 12: 0.5})))
+    assert not verdict.passed
+    assert len(verdict.reasons) == 1 and "reward gain" in verdict.reasons[0]
+
+
+def test_rising_reward_with_flat_validation_fails(tmp_path):
+    rewards = [-0.5] * 4 + [0.5] * 4
+    verdict = judge(read_metrics(write_metrics(tmp_path / "m.jsonl", rewards, {0: 0.2, 8: 0.22})))
+    assert not verdict.passed
+    assert len(verdict.reasons) == 1 and "validation gain" in verdict.reasons[0]
+
+
+def test_one_lucky_last_step_is_not_enough(tmp_path):
+    """Window means: a single high step at the end does not carry the check."""
+    rewards = [0.0] * 11 + [0.5]
+    verdict = judge(
+        read_metrics(write_metrics(tmp_path / "m.jsonl", rewards, {0: 0.0, 12: 0.5})),
+        Criteria(window=4, margin=0.15),
+    )
+    assert verdict.gain == pytest.approx(0.125) and not verdict.passed
+
+
+def test_margins_are_inclusive_bounds(tmp_path):
+    rewards = [0.0] * 4 + [0.25] * 4
+    metrics = read_metrics(write_metrics(tmp_path / "m.jsonl", rewards, {0: 0.0, 8: 0.125}))
+    assert judge(metrics, Criteria(margin=0.25, val_margin=0.125)).passed
+    assert not judge(metrics, Criteria(margin=0.2501, val_margin=0.125)).passed
+    assert not judge(metrics, Criteria(margin=0.25, val_margin=0.1251)).passed
+
+
+def test_lines_of_one_step_are_merged_and_non_numbers_ignored(tmp_path):
+    path = tmp_path / "m.jsonl"
+    lines = [{"step": 0, "data": {VAL: 0.0}}]
+    lines += [{"step": s, "data": {"critic/score/mean": 0.1 * s}} for s in range(1, 9)]
+    lines += [{"step": 8, "data": {VAL: 0.4, "val-core/other/acc/mean@4": 0.2, "note": "x"}}]
+    lines += [{"step": 9, "data": {"critic/score/mean": float("nan")}}]
+    path.write_text("\n".join(json.dumps(line) for line in lines) + "\n\n")
+    metrics = read_metrics(path)
+    assert metrics[8]["critic/score/mean"] == pytest.approx(0.8) and metrics[8][VAL] == 0.4
+    verdict = judge(metrics, Criteria(window=4, margin=0.4, val_margin=0.3))
+    assert list(verdict.rewards) == list(range(1, 9))  # the NaN step is not a reward
+    assert verdict.validation == {0: 0.0, 8: pytest.approx(0.3)}  # both data sources, averaged
+    assert verdict.passed
+
+
+@pytest.mark.parametrize(
+    "rewards, val, message",
+    [
+        ([0.1] * 7, {0: 0.0, 7: 1.0}, "needs at least 8"),
+        ([0.1] * 8, {8: 1.0}, "before training"),
+        ([0.1] * 8, {}, "before training"),
+    ],
+)
+def test_too_little_to_judge(tmp_path, rewards, val, message):
+    with pytest.raises(Unjudgeable, match=message):
+        judge(read_metrics(write_metrics(tmp_path / "m.jsonl", rewards, val)))
+
+
+def test_unreadable_files(tmp_path):
+    with pytest.raises(Unjudgeable, match="no metrics file"):
+        read_metrics(tmp_path / "missing.jsonl")
+    (tmp_path / "bad.jsonl").write_text('{"step": 1, "data": {}}\nnot json\n')
+    with pytest.raises(Unjudgeable, match=r"bad\.jsonl:2"):
+        read_metrics(tmp_path / "bad.jsonl")
+
+
+def test_cli_exit_status_report_and_json(tmp_path, capsys):
+    good = write_metrics(tmp_path / "good.jsonl", [-0.3] * 4 + [0.3] * 4, {0: 0.0, 8: 0.2})
+    flat = write_metrics(tmp_path / "flat.jsonl", [0.0] * 8, {0: 0.0, 8: 0.2})
+    assert main([str(good), "--json", str(tmp_path / "v.json")]) == 0
+    out = capsys.readouterr().out
+    assert "step   1  -0.3000" in out and "step   8  +0.3000" in out
+    assert "gain +0.6000" in out and "LEARNED" in out
+    saved = json.loads((tmp_path / "v.json").read_text())
+    assert saved["passed"] is True and saved["gain"] == pytest.approx(0.6)
+    assert main([str(flat)]) == 1
+    assert "NOT LEARNED" in capsys.readouterr().out
+    assert main([str(flat), "--margin", "0", "--val-margin", "0.2"]) == 0
+    assert main([str(tmp_path / "missing.jsonl")]) == 2
+    assert main([str(good), "--window", "5"]) == 2
+
+
+def test_cli_help():
+    out = subprocess.run(
+        [sys.executable, "-m", "cobalt.train.learning_check", "--help"], capture_output=True, text=True
+    )
+    assert out.returncode == 0 and "--margin" in out.stdout and "metrics" in out.stdout
+
+
+def test_tiny_policy_is_warmed_up_with_the_tokenizer_the_rollout_loads(tmp_path):
+    """The warm-up fine-tunes with the tokenizer as vLLM and veRL load it from the policy directory
+    (with config.json there AutoTokenizer picks the Qwen2 class, which tokenizes differently from
+    the object the BPE trainer returned; a policy trained on the other tokenization writes noise)."""
+    from transformers import AutoTokenizer
+
+    from cobalt.train.tiny_policy import WarmUpOptions, build_model, build_tokenizer, loaded_tokenizer
+
+    texts = [
+        "n = int(input())\nprint(sum(map(int, input().split())) % 1000000007)\n",
+        "Read 12345, print it.",
+    ] * 20
+    opts = WarmUpOptions(vocab_size=300)
+    tokenizer = loaded_tokenizer(build_tokenizer(texts, tmp_path, opts.vocab_size), tmp_path, opts)
+    build_model(tokenizer, opts).save_pretrained(tmp_path)  # what warm_up leaves behind
+    rollout = AutoTokenizer.from_pretrained(tmp_path)
+    for text in texts[:2] + ["  x  =  [ 1,2 ]\n\n\tprint( x )"]:
+        assert tokenizer(text)["input_ids"] == rollout(text)["input_ids"]
