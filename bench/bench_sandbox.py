@@ -1,9 +1,10 @@
 """Evaluator throughput (tests/s) versus the reference's one-`python3 -S`-per-test bwrap scheme.
 
-    .venv/bin/python bench/bench_sandbox.py [--programs N] [--workers 2]
+    .venv/bin/python bench/bench_sandbox.py [--programs N] [--workers 2] [--apps [DIR]] [--profile]
 
 Workload: the correct solution of each embedded problem on all its tests (real programs, real
-inputs). All three runners use the same parallelism (``--workers`` requests at once, up to 4 tests
+inputs), or with ``--apps`` every accepted solution of the APPS samples beside the checkout
+(``../shared/data/apps-samples``: real Codeforces-style problems, real solutions). All three runners use the same parallelism (``--workers`` requests at once, up to 4 tests
 of a request at once) and are measured in the same run, one after the other:
 
 * cobalt: ``cobalt.sandbox.evaluate`` (hardened bwrap, one sandbox per program, fork per test);
@@ -16,6 +17,8 @@ of a request at once) and are measured in the same run, one after the other:
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import shutil
 import subprocess
 import sys
@@ -29,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from cobalt.data.embedded import all_tests, load_problems
 from cobalt.sandbox import evaluate
 from cobalt.sandbox.config import default_config
-from cobalt.sandbox.runner import get_backend
+from cobalt.sandbox.runner import get_backend, run_in_sandbox
 
 PYTHON = "/usr/bin/python3"
 
@@ -98,6 +101,20 @@ def run_per_test(code: str, tests: dict, sandboxed: bool, guard: bool) -> list[b
         shutil.rmtree(scratch, ignore_errors=True)
 
 
+ROOT = Path(__file__).resolve().parents[1]
+APPS_SAMPLES = Path(os.environ.get("COBALT_SHARED_DIR") or ROOT.parent / "shared") / "data" / "apps-samples"
+
+
+def apps_workload(directory: Path) -> list[tuple[str, dict]]:
+    """Every accepted solution of every APPS problem in ``directory`` with the problem's tests."""
+    workload = []
+    for problem in sorted(p for p in directory.iterdir() if (p / "solutions.json").is_file()):
+        tests = json.loads((problem / "input_output.json").read_text())
+        for solution in json.loads((problem / "solutions.json").read_text()):
+            workload.append((solution, tests))
+    return workload
+
+
 def measure(name: str, job, workload, workers: int) -> float:
     start = time.perf_counter()
     with ThreadPoolExecutor(workers) as pool:
@@ -121,12 +138,27 @@ def main() -> None:
         action="store_true",
         help="run the reference scheme without its in-process guard (a lower bound)",
     )
+    parser.add_argument(
+        "--apps",
+        nargs="?",
+        type=Path,
+        const=APPS_SAMPLES,
+        help=f"measure on the accepted solutions of APPS problems instead (default dir: {APPS_SAMPLES})",
+    )
+    parser.add_argument(
+        "--profile", action="store_true", help="then break one request's wall time down (sequential)"
+    )
     args = parser.parse_args()
     if shutil.which("bwrap") is None:
         sys.exit("bwrap is not installed: run scripts/setup.sh")
+    if args.apps and not args.apps.is_dir():
+        sys.exit(f"{args.apps}: no such directory (COBALT_SHARED_DIR names the shared folder)")
     cfg = default_config()
     get_backend(cfg)  # probe once, outside the timing
-    workload = [(p["solutions"][0], all_tests(p)) for p in load_problems()[: args.programs]]
+    if args.apps:
+        workload = apps_workload(args.apps)
+    else:
+        workload = [(p["solutions"][0], all_tests(p)) for p in load_problems()[: args.programs]]
     print(
         f"workload: {len(workload)} programs, {sum(len(t['inputs']) for _, t in workload)} tests, "
         f"{args.workers} requests at once"
@@ -139,6 +171,35 @@ def main() -> None:
     bare = measure("unsandboxed", lambda c, t: run_per_test(c, t, False, False), workload, args.workers)
     print(f"speed-up over the reference bwrap scheme: {ours / reference:.1f}x (goal >= 5x)")
     print(f"speed-up over unsandboxed python3 -S per test: {ours / bare:.1f}x (goal > 1x)")
+    if args.profile:
+        profile(workload, cfg)
+
+
+def profile(workload, cfg) -> None:
+    """Where one request's wall time goes, one request at a time: the fixed cost of a sandbox
+    (launch, namespaces or Landlock, interpreter, harness, teardown), and, of the rest, the
+    programs' own CPU time (the floor no sandbox can beat) against ours (forks, pipes, waits)."""
+    empty = []
+    for _ in range(10):
+        start = time.perf_counter()
+        run_in_sandbox("pass", [""], cfg)
+        empty.append(time.perf_counter() - start)
+    fixed = min(empty)
+    wall = program_cpu = 0.0
+    tests = 0
+    for code, cases in workload:
+        start = time.perf_counter()
+        runs = run_in_sandbox(code, cases["inputs"], cfg)
+        wall += time.perf_counter() - start
+        program_cpu += sum(r.get("cpu", 0.0) for r in runs)
+        tests += len(runs)
+    requests = len(workload)
+    ours = wall - requests * fixed - program_cpu
+    print(f"profile, one request at a time: {requests} requests, {tests} tests, {wall:.2f} s wall")
+    print(f"  fixed cost per request (a 'pass' program, best of 10): {fixed * 1000:.1f} ms")
+    print(f"  sandboxes' fixed costs: {requests * fixed:.2f} s ({requests * fixed / wall:.0%})")
+    print(f"  programs' own CPU time (the floor): {program_cpu:.2f} s ({program_cpu / wall:.0%})")
+    print(f"  the rest (forks, pipes, waits, per-test work): {ours:.2f} s ({ours / wall:.0%})")
 
 
 if __name__ == "__main__":
