@@ -476,3 +476,20 @@ def test_a_stderr_flood_and_a_closed_stdin_end_at_their_limits(cfg):
     assert runs[0]["status"] == "output_limit" and len(runs[0]["stderr"]) <= cfg.max_output_bytes
     # the harness and the next request are unharmed
     assert evaluate("print(int(input()) * 2)", {"inputs": ["1"], "outputs": ["2"]}, cfg)["passing"] == [True]
+
+
+def test_other_slots_scratch_is_out_of_reach(cfg, scratch_root):
+    # A file another request left readable in its own slot's scratch dir, at a path one can guess.
+    other = scratch_root / f"cobalt-scratch-{os.geteuid()}" / "slot-7" / "run-other"
+    other.mkdir(parents=True, exist_ok=True)
+    for path in (other.parent.parent, other.parent, other):
+        path.chmod(0o755)
+    (other / "secret.txt").write_text("OTHER-SLOT-SECRET")
+    (other / "secret.txt").chmod(0o644)
+    program = (
+        f"try:\n    print(open({str(other / 'secret.txt')!r}).read())\nexcept OSError:\n    print('denied')\n"
+        f"try:\n    open({str(other / 'planted')!r}, 'w').write('x'); print('PLANTED')\nexcept OSError:\n    pass\n"
+    )
+    output = output_of(run(program, cfg))
+    assert "OTHER-SLOT-SECRET" not in output and "PLANTED" not in output
+    assert not (other / "planted").exists()

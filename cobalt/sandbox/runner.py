@@ -396,7 +396,8 @@ def get_backend(cfg: SandboxConfig):
             name,
             "dedicated uid per slot" if os.geteuid() == 0 else "running as the current user",
             "host dirs, checked by the harness" if backend.host_scratch else "a private sized tmpfs",
-            (groups.describe() + " and " if groups else "no usable cgroups: ") + "the harness's /proc polling",
+            (groups.describe() + " and " if groups else "no usable cgroups: ")
+            + "the harness's /proc polling",
         )
         return backend
     raise SandboxUnavailable(
