@@ -5,13 +5,15 @@ not change another request's verdict."""
 from __future__ import annotations
 
 import dataclasses
+import os
 import threading
 import time
+from pathlib import Path
 
 import pytest
 from sandbox_fixtures import backend_config
 
-from cobalt.sandbox import evaluate
+from cobalt.sandbox import cgroups, evaluate
 from cobalt.sandbox.runner import _cgroup_limits, request_cgroups, run_in_sandbox
 
 GROUPS = request_cgroups()
@@ -90,3 +92,50 @@ def test_a_hostile_request_does_not_change_anothers_verdict(cfg):
     victim = evaluate(BUSY_BUT_CORRECT, tests, dataclasses.replace(cfg, slots=4, uid_base=cfg.uid_base + 20))
     hostile.join()
     assert victim["passing"] == [True, True], victim["feedback"]
+
+
+# --- which cgroups a host offers (fake /proc and cgroup trees) ------------------------------------
+
+
+def _fake_host(tmp_path, cgroup: str, mounts: list[tuple[str, str, str]]) -> Path:
+    proc = tmp_path / "proc"
+    proc.mkdir()
+    (proc / "cgroup").write_text(cgroup)
+    lines = [
+        f"{30 + i} 23 0:{30 + i} / {point} rw,relatime - {fstype} {fstype} {options}"
+        for i, (fstype, point, options) in enumerate(mounts)
+    ]
+    (proc / "mountinfo").write_text("\n".join(lines) + "\n")
+    return proc
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="cgroups are used only as root")
+def test_cgroup_v2_with_delegated_controllers_is_preferred(tmp_path):
+    own = tmp_path / "unified" / "user.slice"
+    own.mkdir(parents=True)
+    (own / "cgroup.controllers").write_text("cpuset cpu io memory pids\n")
+    proc = _fake_host(tmp_path, "0::/user.slice\n", [("cgroup2", str(tmp_path / "unified"), "rw")])
+    found = cgroups.detect(proc)
+    assert found is not None and found.version == "v2"
+    base = own / f"cobalt-sandbox-{os.geteuid()}"
+    assert set(found.bases.values()) == {base}
+    assert (base / "cgroup.subtree_control").read_text().split() == ["+pids", "+memory", "+cpu"]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="cgroups are used only as root")
+def test_cgroup_v1_when_v2_has_no_controllers_and_none_without_either(tmp_path):
+    (tmp_path / "unified").mkdir()
+    (tmp_path / "unified" / "cgroup.controllers").write_text("\n")
+    v1 = [("cgroup", str(tmp_path / c), f"rw,{c}") for c in ("pids", "memory", "cpu")]
+    for _, point, _ in v1:
+        Path(point, "box").mkdir(parents=True)
+    cgroup = "3:pids:/box\n2:memory:/box\n1:cpu:/box\n0::/\n"
+    proc = _fake_host(tmp_path, cgroup, [("cgroup2", str(tmp_path / "unified"), "rw"), *v1])
+    found = cgroups.detect(proc)
+    assert found is not None and found.version == "v1"
+    assert found.bases["memory"] == tmp_path / "memory" / "box" / f"cobalt-sandbox-{os.geteuid()}"
+    only_v2 = tmp_path / "only-v2"
+    only_v2.mkdir()
+    assert (
+        cgroups.detect(_fake_host(only_v2, "0::/\n", [("cgroup2", str(tmp_path / "unified"), "rw")])) is None
+    )

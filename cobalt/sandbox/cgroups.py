@@ -112,32 +112,37 @@ def _write(path: Path, value) -> None:
     path.write_text(f"{value}\n")
 
 
-def detect() -> RequestCgroups | None:
-    """The cgroups this process may use for requests (v2, else v1), or None."""
+def detect(proc: Path = Path("/proc/self")) -> RequestCgroups | None:
+    """The cgroups this process may use for requests (v2, else v1), or None. ``proc``: where
+    ``cgroup`` and ``mountinfo`` are read (tests give their own)."""
     if os.geteuid() != 0:
         return None
-    memberships = _own_cgroups()
+    memberships = _own_cgroups((proc / "cgroup").read_text())
+    mounts = _mounts((proc / "mountinfo").read_text())
     name = f"cobalt-sandbox-{os.geteuid()}"
-    for version, bases in (("v2", _v2_bases(memberships, name)), ("v1", _v1_bases(memberships, name))):
+    for version, bases in (
+        ("v2", _v2_bases(mounts, memberships, name)),
+        ("v1", _v1_bases(mounts, memberships, name)),
+    ):
         if bases and _usable(bases):
             return RequestCgroups(version, bases)
     return None
 
 
-def _own_cgroups() -> dict[str, str]:
-    """Our cgroup per v1 controller, and under "" the v2 one (from /proc/self/cgroup)."""
+def _own_cgroups(text: str) -> dict[str, str]:
+    """Our cgroup per v1 controller, and under "" the v2 one (the format of /proc/self/cgroup)."""
     found = {}
-    for line in Path("/proc/self/cgroup").read_text().splitlines():
+    for line in text.splitlines():
         _, controllers, path = line.split(":", 2)
         for controller in controllers.split(",") if controllers else [""]:
             found[controller] = path
     return found
 
 
-def _mounts() -> list[tuple[str, str, set[str]]]:
-    """(filesystem type, mount point, options) of the cgroup filesystems."""
+def _mounts(text: str) -> list[tuple[str, str, set[str]]]:
+    """(filesystem type, mount point, options) of the cgroup filesystems in a mountinfo text."""
     found = []
-    for line in Path("/proc/self/mountinfo").read_text().splitlines():
+    for line in text.splitlines():
         fields = line.split()
         separator = fields.index("-")
         fstype, options = fields[separator + 1], fields[separator + 3]
@@ -146,8 +151,8 @@ def _mounts() -> list[tuple[str, str, set[str]]]:
     return found
 
 
-def _v2_bases(memberships: dict[str, str], name: str) -> dict[str, Path] | None:
-    for fstype, mount_point, _ in _mounts():
+def _v2_bases(mounts, memberships: dict[str, str], name: str) -> dict[str, Path] | None:
+    for fstype, mount_point, _ in mounts:
         if fstype != "cgroup2" or "" not in memberships:
             continue
         own = Path(mount_point) / memberships[""].lstrip("/")
@@ -163,9 +168,9 @@ def _v2_bases(memberships: dict[str, str], name: str) -> dict[str, Path] | None:
     return None
 
 
-def _v1_bases(memberships: dict[str, str], name: str) -> dict[str, Path] | None:
+def _v1_bases(mounts, memberships: dict[str, str], name: str) -> dict[str, Path] | None:
     bases = {}
-    for fstype, mount_point, options in _mounts():
+    for fstype, mount_point, options in mounts:
         for controller in CONTROLLERS:
             if fstype == "cgroup" and controller in options and controller in memberships:
                 bases[controller] = Path(mount_point) / memberships[controller].lstrip("/") / name
