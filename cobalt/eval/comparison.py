@@ -59,7 +59,7 @@ def _draw_models(ax, comparison: dict) -> None:
                         label=f"{name} 95% CI")  # fmt: skip
     highest = max(i.high for name in ("base", "trained") for i in comparison[name])
     top = min(105.0, max(5.0, highest * 1.15))
-    ax.set_ylim(-2.0, top)  # a 0 % curve stays visible above the axis
+    ax.set_ylim(-0.04 * top, top)  # a 0 % curve stays visible above the axis
     ax.set_yticks([tick for tick in ax.get_yticks() if 0 <= tick <= top])
     ax.set_ylabel("Pass@1 (%)")
     ax.set_title(f"Held-out Pass@1 per turn ({comparison['problems']} problems)")
