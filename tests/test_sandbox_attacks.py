@@ -378,20 +378,20 @@ def _children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-@pytest.fixture(params=["with cgroups", "polling only"])
-def request_limits(request, monkeypatch):
+@pytest.fixture(params=["auto", "off"], ids=["with cgroups", "polling only"])
+def limited(request, cfg):
     """Both ways a request is bounded: kernel cgroups where the host allows them (as root here),
     and the harness's /proc polling alone (hosts without usable cgroups)."""
-    from cobalt.sandbox import runner
+    from cobalt.sandbox.runner import request_cgroups
 
-    if request.param == "polling only":
-        monkeypatch.setattr(runner, "request_cgroups", lambda: None)
-    elif runner.request_cgroups() is None:
+    limited = dataclasses.replace(cfg, cgroups=request.param)
+    if request.param == "auto" and request_cgroups(limited) is None:
         pytest.skip("no usable cgroups on this host")
-    return request.param
+    return limited
 
 
-def test_forked_spinners_share_one_tests_cpu_time(cfg, request_limits):
+def test_forked_spinners_share_one_tests_cpu_time(limited):
+    cfg = limited
     # Each child had its own RLIMIT_CPU: 16 of them burned 2 cores until the wall backstop.
     cfg = dataclasses.replace(cfg, wall_timeout_s=20)  # the backstop then ended them after 20 s
     before = _children_cpu()
@@ -401,7 +401,8 @@ def test_forked_spinners_share_one_tests_cpu_time(cfg, request_limits):
     assert used < cfg.test_timeout_s + 2.0, f"the request used {used:.1f} CPU-s"
 
 
-def test_forked_children_share_one_tests_memory(cfg, request_limits):
+def test_forked_children_share_one_tests_memory(limited):
+    cfg = limited
     # 5 x 600 MiB: each child within its own 1 GiB, together 3 GiB.
     [result] = run_in_sandbox(FORKED_HOARDERS, [""], cfg)
     assert result["status"] == "memory_limit", result

@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 from sandbox_fixtures import backend_config
 
-from cobalt.sandbox import cgroups, evaluate
+from cobalt.sandbox import cgroups, default_config, evaluate
 from cobalt.sandbox.runner import _cgroup_limits, request_cgroups, run_in_sandbox
 
-GROUPS = request_cgroups()
+GROUPS = request_cgroups(default_config())
 needs_cgroups = pytest.mark.skipif(GROUPS is None, reason="no usable cgroups here (needs root)")
 
 

@@ -389,7 +389,7 @@ def get_backend(cfg: SandboxConfig):
             log.warning("sandbox backend %s unusable: %s", name, e)
             continue
         level = logging.INFO if name == "bwrap" else logging.WARNING
-        groups = request_cgroups()
+        groups = request_cgroups(cfg)
         log.log(
             level,
             "sandbox backend: %s (%s; scratch: %s; limits per request: %s)",
@@ -425,7 +425,7 @@ def _launch(backend, cfg: SandboxConfig, code: str, inputs: list[str], deadline:
             "limits": cfg.harness_limits(slot.dedicated, backend.scratch_mounts, tests=len(inputs)),
             "landlock": backend.landlock_spec(scratch),
         }
-        groups = request_cgroups()
+        groups = request_cgroups(cfg)
         prefix = groups.command_prefix(groups.prepare(slot.index, _cgroup_limits(cfg))) if groups else []
         try:
             proc = subprocess.Popen(
@@ -460,8 +460,13 @@ def _launch(backend, cfg: SandboxConfig, code: str, inputs: list[str], deadline:
     return results
 
 
+def request_cgroups(cfg: SandboxConfig) -> cgroups.RequestCgroups | None:
+    """The host's cgroups for requests, unless the config turns them off."""
+    return _host_cgroups() if cfg.cgroups == "auto" else None
+
+
 @functools.cache
-def request_cgroups() -> cgroups.RequestCgroups | None:
+def _host_cgroups() -> cgroups.RequestCgroups | None:
     return cgroups.detect()
 
 
