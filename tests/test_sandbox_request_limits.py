@@ -14,7 +14,7 @@ import pytest
 from sandbox_fixtures import backend_config
 
 from cobalt.sandbox import cgroups, default_config, evaluate
-from cobalt.sandbox.runner import _cgroup_limits, request_cgroups, run_in_sandbox
+from cobalt.sandbox.runner import RequestTimeout, _cgroup_limits, request_cgroups, run_in_sandbox
 
 GROUPS = request_cgroups(default_config())
 needs_cgroups = pytest.mark.skipif(GROUPS is None, reason="no usable cgroups here (needs root)")
@@ -46,25 +46,15 @@ def test_a_requests_processes_live_in_its_slots_cgroup_with_its_limits(cfg):
     expected = _cgroup_limits(cfg)
     assert limits["pids"] == expected.max_processes
     assert limits["memory"] == expected.memory_bytes
-    assert limits["cpus"] == expected.cpus
     assert GROUPS.members(0) == [], "the request left processes in its cgroup"
 
 
 def _read_limits() -> dict:
     slot = {name: base / "slot-0" for name, base in GROUPS.bases.items()}
-    if GROUPS.version == "v2":
-        quota, period = (slot["cpu"] / "cpu.max").read_text().split()
-        memory = (slot["memory"] / "memory.max").read_text()
-    else:
-        quota, period = (
-            (slot["cpu"] / "cpu.cfs_quota_us").read_text(),
-            (slot["cpu"] / "cpu.cfs_period_us").read_text(),
-        )
-        memory = (slot["memory"] / "memory.limit_in_bytes").read_text()
+    memory_file = "memory.max" if GROUPS.version == "v2" else "memory.limit_in_bytes"
     return {
         "pids": int((slot["pids"] / "pids.max").read_text()),
-        "memory": int(memory),
-        "cpus": int(quota) / int(period),
+        "memory": int((slot["memory"] / memory_file).read_text()),
     }
 
 
@@ -85,7 +75,14 @@ BUSY_BUT_CORRECT = (
 
 def test_a_hostile_request_does_not_change_anothers_verdict(cfg):
     hostile_cfg = dataclasses.replace(cfg, slots=4, uid_base=cfg.uid_base + 10)
-    hostile = threading.Thread(target=run_in_sandbox, args=(SPINNERS, [""] * 4, hostile_cfg))
+
+    def attack():
+        try:
+            run_in_sandbox(SPINNERS, [""] * 4, hostile_cfg)
+        except RequestTimeout:
+            pass  # on a busy machine its 16 CPU-s may take longer than the request's wall bound
+
+    hostile = threading.Thread(target=attack)
     hostile.start()
     time.sleep(0.5)  # its 64 spinners are running
     tests = {"inputs": ["1 2", "3 4"], "outputs": ["3", "7"]}
@@ -119,17 +116,17 @@ def test_cgroup_v2_with_delegated_controllers_is_preferred(tmp_path):
     assert found is not None and found.version == "v2"
     base = own / f"cobalt-sandbox-{os.geteuid()}"
     assert set(found.bases.values()) == {base}
-    assert (base / "cgroup.subtree_control").read_text().split() == ["+pids", "+memory", "+cpu"]
+    assert (base / "cgroup.subtree_control").read_text().split() == ["+pids", "+memory"]
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="cgroups are used only as root")
 def test_cgroup_v1_when_v2_has_no_controllers_and_none_without_either(tmp_path):
     (tmp_path / "unified").mkdir()
     (tmp_path / "unified" / "cgroup.controllers").write_text("\n")
-    v1 = [("cgroup", str(tmp_path / c), f"rw,{c}") for c in ("pids", "memory", "cpu")]
+    v1 = [("cgroup", str(tmp_path / c), f"rw,{c}") for c in ("pids", "memory")]
     for _, point, _ in v1:
         Path(point, "box").mkdir(parents=True)
-    cgroup = "3:pids:/box\n2:memory:/box\n1:cpu:/box\n0::/\n"
+    cgroup = "3:pids:/box\n2:memory:/box\n1:cpu:/\n0::/\n"
     proc = _fake_host(tmp_path, cgroup, [("cgroup2", str(tmp_path / "unified"), "rw"), *v1])
     found = cgroups.detect(proc)
     assert found is not None and found.version == "v1"

@@ -472,12 +472,10 @@ def _host_cgroups() -> cgroups.RequestCgroups | None:
 
 def _cgroup_limits(cfg: SandboxConfig) -> cgroups.Limits:
     """The kernel's ceiling for a request: the harness's memory bound plus its scratch tmpfs (in
-    memory, charged to the group) and the harness itself; as many CPUs as tests run at once."""
+    memory, charged to the group) and the harness itself."""
     scratch = 2 * ((cfg.max_scratch_mb << 20) + cfg.max_code_bytes + (1 << 20))
     return cgroups.Limits(
-        max_processes=cfg.max_processes,
-        memory_bytes=cfg.request_memory_bytes() + scratch + (64 << 20),
-        cpus=cfg.test_concurrency,
+        max_processes=cfg.max_processes, memory_bytes=cfg.request_memory_bytes() + scratch + (64 << 20)
     )
 
 
