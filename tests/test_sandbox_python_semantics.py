@@ -89,3 +89,12 @@ def test_a_program_runs_as_under_python3(name, cfg, tmp_path):
     expected_stdout, expected_rc = as_python3(code, stdin, tmp_path)
     [result] = run_in_sandbox(code, [stdin], cfg)
     assert (result["stdout"], result["rc"]) == (expected_stdout, expected_rc), result
+
+
+def test_each_test_seeds_its_own_random_numbers(cfg):
+    # Modules are preloaded before the tests fork only when they hold no state a test could see:
+    # `random` seeds itself at import, so every test must import it afresh, as python3 does.
+    program = "import random, re, collections\nprint(random.random(), re.sub('a', 'b', input()))\n"
+    runs = run_in_sandbox(program, ["aa"] * 4, cfg)
+    numbers = [r["stdout"].split()[0] for r in runs]
+    assert len(set(numbers)) == 4 and all(r["stdout"].split()[1] == "bb" for r in runs), runs
