@@ -8,6 +8,7 @@ MEASURED (filled in below from real runs; see docs/training.md, "The learning ch
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -158,3 +159,58 @@ def test_tiny_policy_is_warmed_up_with_the_tokenizer_the_rollout_loads(tmp_path)
     rollout = AutoTokenizer.from_pretrained(tmp_path)
     for text in texts[:2] + ["  x  =  [ 1,2 ]\n\n\tprint( x )"]:
         assert tokenizer(text)["input_ids"] == rollout(text)["input_ids"]
+
+
+# ---- the real check: COBALT GRPO on CPU ---------------------------------------------------------
+
+CHECK_ENV = {"WANDB_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0", "PYTHONUNBUFFERED": "1"}
+
+
+def run_check(out: Path, *overrides: str) -> tuple[subprocess.CompletedProcess, dict]:
+    """``bash scripts/learning_check.sh`` into ``out`` on its own private Ray head (never the test
+    session's cluster, which has no GPU slot for veRL); its output and the saved verdict."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("RAY_ADDRESS", "RAY_AUTH_TOKEN"))}
+    proc = subprocess.run(
+        ["bash", str(ROOT / "scripts/learning_check.sh"), *overrides],
+        cwd=ROOT,
+        env={**env, **CHECK_ENV, "LEARNING_CHECK_DIR": str(out)},
+        capture_output=True,
+        text=True,
+        timeout=1200,
+    )
+    print(proc.stdout[-3000:], proc.stderr[-3000:])
+    verdict = out / "verdict.json"
+    return proc, json.loads(verdict.read_text()) if verdict.exists() else {}
+
+
+@pytest.mark.train
+def test_learning_check_passes(tmp_path):
+    pytest.importorskip("verl")
+    pytest.importorskip("vllm")
+    proc, verdict = run_check(tmp_path / "run")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert verdict["passed"] and verdict["gain"] >= verdict["criteria"]["margin"] > 0
+    assert verdict["val_gain"] >= verdict["criteria"]["val_margin"] > 0
+    # it printed the per-step means and the verdict, and left veRL's metrics file
+    assert sorted(map(int, verdict["rewards"])) == list(range(1, 17))
+    assert "step  16" in proc.stdout and "LEARNED" in proc.stdout
+    metrics = read_metrics(tmp_path / "run" / "metrics.jsonl")
+    assert metrics[16]["reward/evaluator_failure/count"] == 0
+    assert 0 < metrics[16]["reward/groups_with_spread/fraction"] <= 1  # GRPO had a signal
+
+
+@pytest.mark.slow
+@pytest.mark.train
+def test_learning_check_fails_when_rewards_go_to_the_wrong_responses(tmp_path):
+    """The same run with each reward handed to another response of the batch (the true scores,
+    shifted in the order they finish: tests/broken_rewards.py) must not pass."""
+    pytest.importorskip("verl")
+    pytest.importorskip("vllm")
+    proc, verdict = run_check(
+        tmp_path / "run",
+        f"reward.custom_reward_function.path={ROOT / 'tests/broken_rewards.py'}",
+        "reward.custom_reward_function.name=shifted_score_details",
+    )
+    assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert verdict["passed"] is False and verdict["reasons"]
+    assert "NOT LEARNED" in proc.stdout

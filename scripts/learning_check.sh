@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# The learning check: a short, seeded COBALT GRPO run on CPU that must make the policy better.
+#   bash scripts/learning_check.sh [hydra overrides for veRL's main_ppo ...]
+# Exit 0 when it learned, 1 when not, 2 when the metrics could not be judged, else the trainer's
+# failure status. Prints the per-step reward means and the verdict's numbers; leaves veRL's
+# metrics file (file logger) and the trainer's log in the output directory.
+# Environment: LEARNING_CHECK_DIR (output directory, new or empty; default
+# runs/learning_check/<UTC time>-<pid>), LEARNING_CHECK_SEED (data order and rollout sampling; 1).
+# Profile: configs/train/learning_check.yaml. Verdict: cobalt/train/learning_check.py.
+# Docs: docs/training.md ("The learning check").
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+PYTHON=${PYTHON:-$ROOT/.venv/bin/python}
+OUT=${LEARNING_CHECK_DIR:-$ROOT/runs/learning_check/$(date -u +%Y%m%d-%H%M%S)-$$}
+SEED=${LEARNING_CHECK_SEED:-1}
+if [ -e "$OUT" ] && [ -n "$(ls -A "$OUT")" ]; then
+  echo "learning check: $OUT is not empty; the check builds its data and policy afresh" >&2
+  exit 2
+fi
+mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd)
+export VERL_FILE_LOGGER_PATH=$OUT/metrics.jsonl
+export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 WANDB_MODE=${WANDB_MODE:-disabled}
+export RAY_USAGE_STATS_ENABLED=0
+unset RAY_ADDRESS  # always a private loopback Ray head of its own (with a fake GPU slot for veRL)
+echo "learning check: seed $SEED, output $OUT (trainer log: train.log)"
+started=$(date +%s)
+status=0
+"$PYTHON" -m cobalt.train.launch --profile learning_check \
+  "data.train_files=$OUT/demo/train.parquet" "data.val_files=$OUT/demo/train.parquet" \
+  "actor_rollout_ref.model.path=$OUT/policy" "trainer.default_local_dir=$OUT/checkpoints" \
+  "data.seed=$SEED" "actor_rollout_ref.rollout.seed=$SEED" "$@" > "$OUT/train.log" 2>&1 || status=$?
+echo "learning check: training took $(( $(date +%s) - started )) s, exit status $status"
+if [ "$status" -ne 0 ]; then
+  tail -n 40 "$OUT/train.log" >&2
+  exit "$status"
+fi
+exec "$PYTHON" -m cobalt.train.learning_check "$OUT/metrics.jsonl" --json "$OUT/verdict.json"
