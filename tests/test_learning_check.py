@@ -9,7 +9,9 @@ same check run as `HOME=$(mktemp -d) bash scripts/learning_check.sh`: -0.031 / +
 (gain +0.25), validation 0.10 -> 0.62 (+0.52), verdict passed.
 Per-step means scatter by 0.06-0.08 around their trend, the step-0 validation of the same policy
 by sd ~0.065 from run to run; the margins (0.10 and 0.10, cobalt/train/learning_check.py) sit about
-1.5 sd of that noise above zero. The broken twin below must fail.
+1.5 sd of that noise above zero. With the rewards
+shifted to the wrong responses (the broken twin below): -0.106 / -0.068 (gain +0.037),
+validation 0.185 -> 0.145 (-0.040): exit 1.
 """
 
 from __future__ import annotations
