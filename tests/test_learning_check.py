@@ -192,6 +192,7 @@ def run_check(out: Path, *overrides: str) -> tuple[subprocess.CompletedProcess, 
     return proc, json.loads(verdict.read_text()) if verdict.exists() else {}
 
 
+@pytest.mark.learning
 @pytest.mark.train
 def test_learning_check_passes(tmp_path):
     pytest.importorskip("verl")
@@ -208,6 +209,7 @@ def test_learning_check_passes(tmp_path):
     assert 0 < metrics[16]["reward/groups_with_spread/fraction"] <= 1  # GRPO had a signal
 
 
+@pytest.mark.learning
 @pytest.mark.slow
 @pytest.mark.train
 def test_learning_check_fails_when_rewards_go_to_the_wrong_responses(tmp_path):
