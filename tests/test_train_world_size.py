@@ -169,17 +169,22 @@ def full_parameters(module) -> dict:
     return out
 
 
-FAULTS = ("none", "summed_gradients", "same_rows")
+FAULTS = ("none", "dp_size_ignored", "same_rows")
 
 
-def break_on_purpose(fault: str, engine) -> None:
+def break_on_purpose(fault: str, worker) -> None:
     """A deliberate fault, to show the comparison catches it (never used by a real run)."""
-    if fault == "summed_gradients":  # FSDP sums the ranks' gradients instead of averaging them
-        from torch.distributed.fsdp import FSDPModule
+    if fault == "dp_size_ignored":  # each rank's loss normalised as if it were alone: FSDP's
+        # averaging over ranks then halves the gradient of the global token-mean loss
+        from verl.utils import tensordict_utils as tu
 
-        for module in engine.module.modules():
-            if isinstance(module, FSDPModule):
-                module.set_gradient_divide_factor(1.0)
+        loss_fn = worker.actor.loss_fn
+
+        def unscaled(model_output, data, dp_group=None):
+            tu.assign_non_tensor(data, dp_size=1)
+            return loss_fn(model_output=model_output, data=data, dp_group=dp_group)
+
+        worker.actor.set_loss_fn(unscaled)
 
 
 def run_rank(model_dir: Path, out: Path, fault: str = "none") -> None:
@@ -193,7 +198,7 @@ def run_rank(model_dir: Path, out: Path, fault: str = "none") -> None:
     worker = ActorRolloutRefWorker(config, role="actor")
     worker.init_model()  # joins the gloo process group, builds the FSDP2 actor and its optimizer
     engine = worker.actor.engine
-    break_on_purpose(fault, engine)
+    break_on_purpose(fault, worker)
     before = full_parameters(engine.module)
 
     td = update_input(config, fixed_batch())
@@ -328,7 +333,7 @@ def test_first_update_is_the_same_on_one_and_two_ranks(one_rank, tmp_path):
     assert found["max_param_diff"] <= PARAM_ATOL, found["worst_param"]
 
 
-@pytest.mark.parametrize("fault", ["summed_gradients", "same_rows"])
+@pytest.mark.parametrize("fault", ["dp_size_ignored", "same_rows"])
 def test_the_comparison_catches_a_wrong_reduction_or_split(one_rank, tmp_path, fault):
     model_dir, one = one_rank
     two = run_world(model_dir, 2, tmp_path / f"{fault}.pt", fault=fault)
@@ -342,8 +347,10 @@ def test_the_comparison_catches_a_wrong_reduction_or_split(one_rank, tmp_path, f
         and found["max_param_diff"] <= PARAM_ATOL
     )
     assert not agrees
-    if fault == "summed_gradients":  # the loss is right, the gradient twice what it should be
-        assert loss_2 == pytest.approx(loss_1, rel=RTOL) and norm_2 == pytest.approx(2 * norm_1, rel=1e-3)
+    if fault == "dp_size_ignored":  # loss and gradient half of what they should be
+        assert loss_2 == pytest.approx(0.5 * loss_1, rel=1e-3) and norm_2 == pytest.approx(
+            0.5 * norm_1, rel=1e-3
+        )
 
 
 if __name__ == "__main__":
