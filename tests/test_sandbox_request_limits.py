@@ -16,13 +16,14 @@ from sandbox_fixtures import backend_config
 from cobalt.sandbox import cgroups, default_config, evaluate
 from cobalt.sandbox.runner import RequestTimeout, _cgroup_limits, request_cgroups, run_in_sandbox
 
-GROUPS = request_cgroups(default_config())
+GROUPS = request_cgroups(dataclasses.replace(default_config(), cgroups="auto"))
 needs_cgroups = pytest.mark.skipif(GROUPS is None, reason="no usable cgroups here (needs root)")
 
 
 @pytest.fixture(params=["bwrap", "landlock"])
 def cfg(request):
-    return backend_config(request.param, uid_base={"bwrap": 63500, "landlock": 63600}[request.param], slots=1)
+    uid_base = {"bwrap": 63500, "landlock": 63600}[request.param]
+    return backend_config(request.param, uid_base=uid_base, slots=1, cgroups="auto")
 
 
 @needs_cgroups
@@ -136,3 +137,14 @@ def test_cgroup_v1_when_v2_has_no_controllers_and_none_without_either(tmp_path):
     assert (
         cgroups.detect(_fake_host(only_v2, "0::/\n", [("cgroup2", str(tmp_path / "unified"), "rw")])) is None
     )
+
+
+def test_a_bare_yaml_off_or_on_means_what_it_says():
+    # YAML reads `cgroups: off` as false and `on` as true
+    assert cgroups_setting(False) == "off" and cgroups_setting(True) == "auto"
+    with pytest.raises(ValueError, match="sandbox.cgroups must be auto or off"):
+        cgroups_setting("sometimes")
+
+
+def cgroups_setting(value) -> str:
+    return dataclasses.replace(default_config(), cgroups=value).cgroups

@@ -21,7 +21,7 @@ class SandboxConfig:
     max_processes: int = 64
     request_memory_mb: int | None = None  # all processes of a request; None: memory_mb x test_concurrency
     request_cpu_s: float | None = None  # all processes of a request; None: test_timeout_s x tests + 1
-    cgroups: str = "auto"  # auto: a cgroup per request where the host allows it | off
+    cgroups: str = "off"  # auto: a cgroup per request where the host allows it | off
     max_file_mb: int = 16
     max_scratch_mb: int = 64  # all files of one request's programs together
     max_scratch_files: int = 4096  # files and directories of one request's programs together
@@ -35,6 +35,8 @@ class SandboxConfig:
     def __post_init__(self):
         if self.backend not in ("auto", "bwrap", "landlock"):
             raise ValueError(f"sandbox.backend must be auto, bwrap or landlock, not {self.backend!r}")
+        if isinstance(self.cgroups, bool):  # YAML reads a bare `off` as false
+            object.__setattr__(self, "cgroups", "auto" if self.cgroups else "off")
         if self.cgroups not in ("auto", "off"):
             raise ValueError(f"sandbox.cgroups must be auto or off, not {self.cgroups!r}")
         for name in (
