@@ -142,7 +142,7 @@ def test_cgroup_v1_when_v2_has_no_controllers_and_none_without_either(tmp_path):
 def test_a_bare_yaml_off_or_on_means_what_it_says():
     # YAML reads `cgroups: off` as false and `on` as true
     assert cgroups_setting(False) == "off" and cgroups_setting(True) == "auto"
-    with pytest.raises(ValueError, match="sandbox.cgroups must be auto or off"):
+    with pytest.raises(ValueError, match=r"sandbox\.cgroups must be auto or off"):
         cgroups_setting("sometimes")
 
 
