@@ -34,3 +34,17 @@ def processes_of(uids) -> list[int]:
             except OSError:
                 pass
     return found
+
+
+# A program whose 16 forked children spin forever while it sleeps: each child alone is within its
+# rlimits, together they are not.
+FORKED_SPINNERS = """
+import ctypes, time
+libc = ctypes.CDLL(None)
+for _ in range(16):
+    if libc.fork() == 0:
+        while True:
+            pass
+print("spinning", flush=True)
+time.sleep(60)
+"""

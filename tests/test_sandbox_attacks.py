@@ -13,7 +13,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from sandbox_fixtures import backend_config, processes_of
+from sandbox_fixtures import FORKED_SPINNERS, backend_config, processes_of
 
 from cobalt.sandbox import evaluate
 from cobalt.sandbox.runner import run_in_sandbox
@@ -349,17 +349,6 @@ def test_a_program_cannot_raise_its_limits_nor_dump_core(cfg):
 
 
 # --- limits hold for everything a request starts, together (issue 20, item 1) --------------------
-
-FORKED_SPINNERS = """
-import ctypes, time
-libc = ctypes.CDLL(None)
-for _ in range(16):
-    if libc.fork() == 0:
-        while True:
-            pass
-print("spinning", flush=True)
-time.sleep(60)
-"""
 
 FORKED_HOARDERS = """
 import ctypes, time

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from sandbox_fixtures import backend_config
+from sandbox_fixtures import FORKED_SPINNERS, backend_config
 
 from cobalt.sandbox import cgroups, default_config, evaluate
 from cobalt.sandbox.runner import RequestTimeout, _cgroup_limits, request_cgroups, run_in_sandbox
@@ -59,15 +59,6 @@ def _read_limits() -> dict:
     }
 
 
-SPINNERS = """
-import ctypes, time
-libc = ctypes.CDLL(None)
-for _ in range(16):
-    if libc.fork() == 0:
-        while True:
-            pass
-time.sleep(60)
-"""
 BUSY_BUT_CORRECT = (
     "import time\nstart = time.process_time()\n"
     "while time.process_time() - start < 1.0:\n    pass\nprint(sum(map(int, input().split())))\n"
@@ -79,7 +70,7 @@ def test_a_hostile_request_does_not_change_anothers_verdict(cfg):
 
     def attack():
         try:
-            run_in_sandbox(SPINNERS, [""] * 4, hostile_cfg)
+            run_in_sandbox(FORKED_SPINNERS, [""] * 4, hostile_cfg)
         except RequestTimeout:
             pass  # on a busy machine its 16 CPU-s may take longer than the request's wall bound
 
