@@ -425,7 +425,7 @@ def fitted_lengths(profile_name: str, parquet: Path, tokenizer_dir: Path, multip
     import pandas as pd
     from transformers import AutoTokenizer
 
-    from cobalt.train.launch import load_profile
+    from cobalt.train.profile import load_profile
 
     overrides = load_profile(profile_name).overrides
     limit, response = int(overrides["data.max_prompt_length"]), int(overrides["data.max_response_length"])
@@ -476,7 +476,7 @@ def run_pipeline(run: Run) -> Path:
     base = export_model(run)
     train, heldout = split_problems(run)
     warm = warm_up(run, base, train)
-    from cobalt.train.launch import load_profile
+    from cobalt.train.profile import load_profile
 
     # the trainer's CPU platform asks Ray for (fake) GPUs: the head declares what the profile needs
     ray_needs = load_profile(run.cfg.train_profile).ray

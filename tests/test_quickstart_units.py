@@ -6,7 +6,7 @@ import pandas as pd
 from transformers import AutoTokenizer
 
 from cobalt.quickstart import fitted_lengths
-from cobalt.train.launch import load_profile, override_value
+from cobalt.train.profile import load_profile, override_value
 
 
 def test_grpo_prompt_slot_fits_the_longest_prompt_and_never_exceeds_the_profile(tmp_path, tiny_tokenizer_dir):

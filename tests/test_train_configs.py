@@ -13,7 +13,7 @@ import pytest
 
 from cobalt.config import config_dir
 from cobalt.errors import ConfigError
-from cobalt.train.launch import format_value, hydra_overrides, load_profile, override_value
+from cobalt.train.profile import format_value, hydra_overrides, load_profile, override_value
 
 PROFILES = sorted(p.stem for p in (config_dir() / "train").glob("*.yaml") if p.stem != "common")
 ROOT = Path(__file__).resolve().parents[1]
@@ -178,7 +178,7 @@ def test_every_profile_composes_with_verl_hydra_config():
 import json, os, sys
 from hydra import compose, initialize_config_dir
 import verl.trainer.main_ppo as main_ppo
-from cobalt.train.launch import load_profile, hydra_overrides
+from cobalt.train.profile import load_profile, hydra_overrides
 config_path = os.path.join(os.path.dirname(main_ppo.__file__), "config")
 result = {}
 for name in sys.argv[1:]:

@@ -74,7 +74,7 @@ def actor_config(model_dir: Path, world_size: int):
     from hydra import compose, initialize_config_dir
     from verl.trainer import main_ppo
 
-    from cobalt.train.launch import hydra_overrides, load_profile
+    from cobalt.train.profile import hydra_overrides, load_profile
 
     overrides = hydra_overrides(load_profile(PROFILE)) + [
         f"actor_rollout_ref.model.path={model_dir}",
@@ -255,7 +255,7 @@ def run_world(model_dir: Path, world_size: int, out: Path, fault: str = "none", 
     """Every rank as its own process, with the profile's environment; rank 0's results."""
     import torch
 
-    from cobalt.train.launch import load_profile
+    from cobalt.train.profile import load_profile
 
     env = {k: v for k, v in os.environ.items() if not k.startswith("VERL_") and k != "RAY_ADDRESS"}
     env.update({k: str(v) for k, v in load_profile(PROFILE).env.items()})  # VERL_PLATFORM=cpu, ...

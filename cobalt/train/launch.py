@@ -1,7 +1,7 @@
 """Launch veRL's ``main_ppo`` with a COBALT training profile (``configs/train/<profile>.yaml``).
 
     python -m cobalt.train.launch --profile cpu_smoke [--address HOST:PORT] [--logger console,file]
-                                  [--dry-run] [hydra overrides ...]
+                                  [--dry-run] [--rehearse] [hydra overrides ...]
 
 Steps: export the profile's ``env``; build what its ``prepare`` section names when missing (demo
 data, the warmed-up tiny policy, the SmolLM2 export); start a private Ray head on loopback (or
@@ -13,101 +13,16 @@ stop the Ray head it started (only that one). ``scripts/train_grpo_*.sh`` are th
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import os
 import signal
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
-from cobalt.config import config_dir, load_config
-from cobalt.errors import ConfigError
 from cobalt.serve.cluster import ray_cluster
-
-PROFILE_KEYS = {
-    "description",
-    "env",
-    "forward_env",
-    "ray",
-    "evaluator_config",
-    "prepare",
-    "overrides",
-}
-
-
-@dataclasses.dataclass
-class Profile:
-    name: str
-    description: str = ""
-    env: dict = dataclasses.field(default_factory=dict)
-    forward_env: list = dataclasses.field(
-        default_factory=list
-    )  # launching-shell variables sent to Ray workers
-    ray: dict = dataclasses.field(default_factory=dict)
-    evaluator_config: str = "evaluator"
-    prepare: dict = dataclasses.field(default_factory=dict)
-    overrides: dict = dataclasses.field(default_factory=dict)
-
-
-def load_profile(name: str) -> Profile:
-    """``configs/train/<name>.yaml`` (or a path) with its ``extends`` chain merged."""
-    path = Path(name) if name.endswith((".yaml", ".yml")) else config_dir() / "train" / f"{name}.yaml"
-    data = load_config(path)
-    unknown = sorted(set(data) - PROFILE_KEYS)
-    if unknown:
-        raise ConfigError(f"{path}: unknown key(s) {unknown}; expected some of {sorted(PROFILE_KEYS)}")
-    data["prepare"] = {k: v for k, v in (data.get("prepare") or {}).items() if v is not None}
-    return Profile(name=path.stem, **data)
-
-
-def format_value(value: Any) -> str:
-    """A YAML value as hydra's override grammar reads it."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if value is None:
-        return "null"
-    if isinstance(value, (list, tuple)):
-        return "[" + ",".join(format_value(v) for v in value) + "]"
-    if isinstance(value, dict):
-        return "{" + ",".join(f"{k}:{format_value(v)}" for k, v in value.items()) + "}"
-    if isinstance(value, float):
-        return repr(value)
-    return str(value)
-
-
-def quote(text: str) -> str:
-    """A hydra string literal (so "false" or "1" stay strings, as Ray's env_vars require)."""
-    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
-
-
-def hydra_overrides(
-    profile: Profile, logger: list[str] | None = None, extra: list[str] = (), forward_env: bool = False
-) -> list[str]:
-    """``key=value`` overrides: the profile's, the logger choice, the env forwarded to Ray
-    workers through ``runtime_env`` (when joining a cluster the launcher did not start: the
-    profile's ``env`` and the ``forward_env`` variables set in this shell), then the user's."""
-    overrides = [f"{key}={format_value(value)}" for key, value in profile.overrides.items()]
-    if logger:
-        overrides.append(f"trainer.logger={format_value(logger)}")
-    if forward_env:
-        env = {**{k: os.environ[k] for k in profile.forward_env if k in os.environ}, **profile.env}
-        overrides += [
-            f"+ray_kwargs.ray_init.runtime_env.env_vars.{k}={quote(str(v))}" for k, v in env.items()
-        ]
-    return overrides + list(extra)
-
-
-def override_value(overrides: list[str], key: str) -> str | None:
-    """The last value given to ``key`` (with or without a leading ``+``)."""
-    value = None
-    for item in overrides:
-        name, _, rest = item.partition("=")
-        if name.lstrip("+") == key:
-            value = rest
-    return value
-
+from cobalt.train import rehearsal
+from cobalt.train.profile import Profile, hydra_overrides, load_profile, override_value, world_size
 
 # --------------------------------------------------------------------------------------------------
 # Preparation of demo data and small policies
@@ -170,8 +85,18 @@ def main_ppo_command(overrides: list[str]) -> list[str]:
 
 
 def run(
-    profile: Profile, address: str | None, logger: list[str] | None, extra: list[str], dry_run: bool = False
+    profile: Profile,
+    address: str | None,
+    logger: list[str] | None,
+    extra: list[str],
+    dry_run: bool = False,
+    rehearse: bool = False,
 ) -> int:
+    staged = None
+    if rehearse:
+        staged = rehearsal.plan(profile, extra)
+        rehearsal.describe(staged, _log)
+        profile = staged.profile
     os.environ.update({k: str(v) for k, v in profile.env.items()})
     joined = bool(address)
     overrides = hydra_overrides(profile, logger, extra, forward_env=joined)
@@ -183,18 +108,25 @@ def run(
         )
         return 0
     prepare(profile, overrides)
+    if staged:
+        rehearsal.prepare(staged, overrides, _log)
+        os.environ.setdefault("VERL_FILE_LOGGER_PATH", str(rehearsal.metrics_file(overrides)))
     signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)  # so a private head is always stopped
     ray_cfg = profile.ray
     with ray_cluster(
         address,
-        num_cpus=int(ray_cfg.get("num_cpus", os.cpu_count() or 2)),
-        num_gpus=int(ray_cfg.get("num_gpus", 0)),
+        num_cpus=int(ray_cfg.get("num_cpus", os.cpu_count() or 2))
+        + int(ray_cfg.get("cpus_per_rank", 0)) * world_size(overrides),
+        num_gpus=max(int(ray_cfg.get("num_gpus", 0)), world_size(overrides)),
         log=_log,
     ) as address:
         start_evaluator(address, profile.evaluator_config)
         env = dict(os.environ, RAY_ADDRESS=address)
         _log(f"main_ppo on {address}: {' '.join(overrides)}")
-        return subprocess.run(main_ppo_command(overrides), env=env).returncode
+        returncode = subprocess.run(main_ppo_command(overrides), env=env).returncode
+    if staged and returncode == 0:
+        rehearsal.report(overrides, Path(os.environ["VERL_FILE_LOGGER_PATH"]), _log)
+    return returncode
 
 
 def _log(message: str) -> None:
@@ -217,9 +149,15 @@ def main(argv=None) -> int:
         "--logger", default=None, help="comma-separated trainer loggers: console, tensorboard, wandb, file"
     )
     parser.add_argument("--dry-run", action="store_true", help="print the command and exit")
+    parser.add_argument(
+        "--rehearse",
+        action="store_true",
+        help="one GRPO step of the profile's topology and batch arithmetic on CPU, with a tiny "
+        "model of its family (configs/train/rehearsal.yaml; every change is printed)",
+    )
     args, extra = parser.parse_known_args(argv)
     logger = args.logger.split(",") if args.logger else None
-    return run(load_profile(args.profile), args.address, logger, extra, args.dry_run)
+    return run(load_profile(args.profile), args.address, logger, extra, args.dry_run, args.rehearse)
 
 
 if __name__ == "__main__":

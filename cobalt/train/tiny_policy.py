@@ -2,7 +2,7 @@
 
     python -m cobalt.train.tiny_policy warm --data DIR/train.parquet --out DIR/policy
     python -m cobalt.train.tiny_policy smollm2 --out DIR/smollm2     # the real 135M instruct model
-    python -m cobalt.train.tiny_policy random --out DIR/random       # random tiny Qwen2 (plumbing)
+    python -m cobalt.train.tiny_policy random --out DIR/random [--family qwen3|llama]  # plumbing
 
 ``warm`` builds a tiny Qwen2 (head_dim 32, as vLLM's CPU attention requires) with a byte-level BPE
 tokenizer trained on the prompts and programs, then fine-tunes it briefly (SFT) on the training
@@ -95,18 +95,26 @@ def build_tokenizer(texts: list[str], out: Path, vocab_size: int):
     return hf_tok
 
 
-def build_model(tokenizer, opts: WarmUpOptions):
-    import torch
-    from transformers import GenerationConfig, Qwen2Config, Qwen2ForCausalLM
+FAMILIES = ("qwen2", "qwen3", "llama")  # transformers model types a tiny policy can be built as
 
+
+def build_model(tokenizer, opts: WarmUpOptions, family: str = "qwen2"):
+    """A tiny causal LM of ``family`` (head_dim 32, as vLLM's CPU attention requires)."""
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM, GenerationConfig
+
+    if family not in FAMILIES:
+        raise ValueError(f"unknown model family {family!r}; expected one of {FAMILIES}")
     vocab = (len(tokenizer) + 63) // 64 * 64
-    config = Qwen2Config(
+    config = AutoConfig.for_model(
+        family,
         vocab_size=vocab,
         hidden_size=opts.hidden_size,
         intermediate_size=4 * opts.hidden_size,
         num_hidden_layers=opts.layers,
         num_attention_heads=opts.hidden_size // 32,
         num_key_value_heads=1,
+        head_dim=32,
         max_position_embeddings=32768,
         tie_word_embeddings=True,
         bos_token_id=tokenizer.convert_tokens_to_ids("<|im_start|>"),
@@ -114,7 +122,7 @@ def build_model(tokenizer, opts: WarmUpOptions):
         pad_token_id=tokenizer.pad_token_id,
     )
     torch.manual_seed(opts.seed)
-    model = Qwen2ForCausalLM(config)
+    model = AutoModelForCausalLM.from_config(config)
     model.generation_config = GenerationConfig(
         eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id
     )
@@ -195,17 +203,26 @@ def programs_by_tests(rows: list[dict]) -> dict[str, tuple[list[str], list[str]]
     return table
 
 
-def random_policy(out: str | Path, opts: WarmUpOptions | None = None) -> Path:
-    """A random-initialised tiny Qwen2 with a small offline tokenizer: for plumbing tests of the
-    engine (vLLM loads it in seconds); it writes noise."""
+def random_policy(
+    out: str | Path, opts: WarmUpOptions | None = None, family: str = "qwen2", data: str | Path | None = None
+) -> Path:
+    """A random-initialised tiny model of ``family`` with a small offline tokenizer (trained on
+    the prompts of the veRL parquet ``data`` when given, so they tokenize short): for plumbing
+    tests and rehearsals (vLLM loads it in seconds); it writes noise."""
+    import pandas as pd
     from transformers import AutoTokenizer
 
     from cobalt.data.tokens import build_tiny_tokenizer
 
     out = Path(out)
-    build_tiny_tokenizer(out)
+    opts = opts or WarmUpOptions()
+    if data is None:
+        build_tiny_tokenizer(out)
+    else:
+        rows = pd.read_parquet(data).to_dict("records")
+        build_tokenizer([m["content"] for row in rows for m in row["prompt"]], out, opts.vocab_size)
     tokenizer = AutoTokenizer.from_pretrained(out)
-    build_model(tokenizer, opts or WarmUpOptions()).save_pretrained(out, safe_serialization=True)
+    build_model(tokenizer, opts, family).save_pretrained(out, safe_serialization=True)
     return out
 
 
@@ -259,8 +276,10 @@ def main(argv=None) -> None:
     warm.add_argument("--out", required=True)
     for field in dataclasses.fields(WarmUpOptions):
         warm.add_argument(f"--{field.name}", type=type(field.default), default=field.default)
-    rand = sub.add_parser("random", help="random-initialised tiny Qwen2 (plumbing tests)")
+    rand = sub.add_parser("random", help="random-initialised tiny model (plumbing tests, rehearsals)")
     rand.add_argument("--out", required=True)
+    rand.add_argument("--family", choices=FAMILIES, default="qwen2")
+    rand.add_argument("--data", help="veRL parquet whose prompts the tokenizer is trained on")
     smol = sub.add_parser("smollm2", help="export SmolLM2-135M-Instruct as a Hugging Face directory")
     smol.add_argument("--out", required=True)
     args = parser.parse_args(argv)
@@ -268,7 +287,7 @@ def main(argv=None) -> None:
         opts = WarmUpOptions(**{f.name: getattr(args, f.name) for f in dataclasses.fields(WarmUpOptions)})
         print(json.dumps(warm_up(args.data, args.out, opts)))
     elif args.command == "random":
-        print(random_policy(args.out))
+        print(random_policy(args.out, family=args.family, data=args.data))
     else:
         print(export_smollm2(args.out))
 

@@ -7,7 +7,8 @@ registered by :mod:`cobalt.train.verl_plugin`) adds, for every training step,
 the reward's parts correctness, improvement and format, format penalty rate, evaluator failure
 and timeout rates, acc) and
 ``reward/evaluator_failure/count``, and ``reward/groups_with_spread/fraction`` (the GRPO groups
-whose responses did not all score the same: the ones with a learning signal).
+whose responses did not all score the same: the ones with a learning signal), plus the topology
+the step ran on: ``trainer/world_size`` (FSDP ranks) and ``trainer/rollout_replicas``.
 """
 
 from __future__ import annotations
@@ -56,6 +57,8 @@ class CobaltTrainerSync(PPOTrainerSync):
         keys = [key for key, tag in zip(batch.keys, batch.tags) if not tag.get("is_padding", False)]
         scores = [info.get("acc", 0.0) if isinstance(info, dict) else 0.0 for info in infos]
         metrics["reward/groups_with_spread/fraction"] = groups_with_spread(keys, scores)
+        metrics["trainer/world_size"] = self.actor_rollout_wg.world_size
+        metrics["trainer/rollout_replicas"] = len(self.llm_server_manager.get_replicas())
 
     @staticmethod
     def _reward_extra_infos(batch) -> list[dict]:

@@ -1,0 +1,104 @@
+"""Training profiles (``configs/train/<name>.yaml``) and the hydra overrides they become.
+
+A profile is ``{description, extends, env, forward_env, ray, evaluator_config, prepare,
+overrides}``; ``overrides`` are veRL hydra keys passed to ``main_ppo`` as ``key=value``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from pathlib import Path
+from typing import Any
+
+from cobalt.config import config_dir, load_config
+from cobalt.errors import ConfigError
+
+PROFILE_KEYS = {
+    "description",
+    "env",
+    "forward_env",
+    "ray",
+    "evaluator_config",
+    "prepare",
+    "overrides",
+}
+
+
+@dataclasses.dataclass
+class Profile:
+    name: str
+    description: str = ""
+    env: dict = dataclasses.field(default_factory=dict)
+    forward_env: list = dataclasses.field(
+        default_factory=list
+    )  # launching-shell variables sent to Ray workers
+    ray: dict = dataclasses.field(default_factory=dict)
+    evaluator_config: str = "evaluator"
+    prepare: dict = dataclasses.field(default_factory=dict)
+    overrides: dict = dataclasses.field(default_factory=dict)
+
+
+def load_profile(name: str) -> Profile:
+    """``configs/train/<name>.yaml`` (or a path) with its ``extends`` chain merged."""
+    path = Path(name) if name.endswith((".yaml", ".yml")) else config_dir() / "train" / f"{name}.yaml"
+    data = load_config(path)
+    unknown = sorted(set(data) - PROFILE_KEYS)
+    if unknown:
+        raise ConfigError(f"{path}: unknown key(s) {unknown}; expected some of {sorted(PROFILE_KEYS)}")
+    data["prepare"] = {k: v for k, v in (data.get("prepare") or {}).items() if v is not None}
+    return Profile(name=path.stem, **data)
+
+
+def format_value(value: Any) -> str:
+    """A YAML value as hydra's override grammar reads it."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return "null"
+    if isinstance(value, (list, tuple)):
+        return "[" + ",".join(format_value(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ",".join(f"{k}:{format_value(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, float):
+        return repr(value)
+    return str(value)
+
+
+def quote(text: str) -> str:
+    """A hydra string literal (so "false" or "1" stay strings, as Ray's env_vars require)."""
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def hydra_overrides(
+    profile: Profile, logger: list[str] | None = None, extra: list[str] = (), forward_env: bool = False
+) -> list[str]:
+    """``key=value`` overrides: the profile's, the logger choice, the env forwarded to Ray
+    workers through ``runtime_env`` (when joining a cluster the launcher did not start: the
+    profile's ``env`` and the ``forward_env`` variables set in this shell), then the user's."""
+    overrides = [f"{key}={format_value(value)}" for key, value in profile.overrides.items()]
+    if logger:
+        overrides.append(f"trainer.logger={format_value(logger)}")
+    if forward_env:
+        env = {**{k: os.environ[k] for k in profile.forward_env if k in os.environ}, **profile.env}
+        overrides += [
+            f"+ray_kwargs.ray_init.runtime_env.env_vars.{k}={quote(str(v))}" for k, v in env.items()
+        ]
+    return overrides + list(extra)
+
+
+def override_value(overrides: list[str], key: str) -> str | None:
+    """The last value given to ``key`` (with or without a leading ``+``)."""
+    value = None
+    for item in overrides:
+        name, _, rest = item.partition("=")
+        if name.lstrip("+") == key:
+            value = rest
+    return value
+
+
+def world_size(overrides: list[str]) -> int:
+    """FSDP ranks the run asks for: ``trainer.nnodes`` x ``trainer.n_gpus_per_node``."""
+    nodes = override_value(overrides, "trainer.nnodes") or "1"
+    per_node = override_value(overrides, "trainer.n_gpus_per_node") or "1"
+    return int(nodes) * int(per_node)
