@@ -1,0 +1,182 @@
+"""A CPU dress rehearsal of a GPU training profile: ``launch --profile P --rehearse``.
+
+One GRPO step with the profile's topology and batch arithmetic (FSDP ranks, rollout tensor
+parallelism, ``train_batch_size``, ``rollout.n``, mini- and micro-batches, offload, dynamic batch),
+on a tiny random model of the profile's family and short prompts, with what a CPU cannot honour
+turned off (``configs/train/rehearsal.yaml``). Every key the rehearsal changes is printed at start
+with the profile's value and the rehearsal's; every other key is the profile's, so veRL accepts or
+rejects the profile's numbers for its world size exactly as on the GPUs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from cobalt.config import config_dir, load_config
+from cobalt.errors import ConfigError
+from cobalt.train.profile import format_value, override_value
+from cobalt.train.tiny_policy import FAMILIES, WarmUpOptions, random_policy
+
+VERL_DEFAULT = "(veRL default)"
+
+
+@dataclasses.dataclass
+class Rehearsal:
+    profile: object  # cobalt.train.launch.Profile, with the rehearsal laid over it
+    work: Path  # data/rehearsal/<profile>: demo data, tiny model, tiled prompts
+    family: str
+    changes: list[tuple[str, str, str]]  # (key, profile's value, rehearsal's value)
+    kept: list[tuple[str, str]]
+    model: WarmUpOptions
+    demo_limit: int
+
+
+def model_family(model_path: str) -> str:
+    """The transformers model type of the profile's model: from its config.json when it is a
+    local directory, else from the hub name (``Qwen/Qwen3-8B`` → qwen3)."""
+    config = Path(model_path) / "config.json"
+    if config.is_file():
+        family = json.loads(config.read_text()).get("model_type", "")
+    else:
+        name = model_path.lower()
+        family = next((f for f in ("qwen3", "qwen2", "llama") if f in name), "")
+        family = family or ("qwen2" if "qwen" in name else "")
+    if family not in FAMILIES:
+        raise ConfigError(
+            f"actor_rollout_ref.model.path={model_path}: cannot rehearse model family {family or '?'!r}; "
+            f"a tiny random model is built for {', '.join(FAMILIES)}"
+        )
+    return family
+
+
+def plan(profile, extra: list[str] = ()) -> Rehearsal:
+    """The profile with ``configs/train/rehearsal.yaml`` laid over it, and the list of changes."""
+    spec = load_config(config_dir() / "train" / "rehearsal.yaml")
+    work = Path("data/rehearsal") / profile.name
+    run = time.strftime("%Y%m%d-%H%M%S")  # each rehearsal checkpoints into a directory of its own
+    fill = {"profile": profile.name, "work": str(work), "run": run}
+    overrides = {key: _filled(value, fill) for key, value in spec["overrides"].items()}
+    model_path = override_value(list(extra), "actor_rollout_ref.model.path") or str(
+        profile.overrides.get("actor_rollout_ref.model.path", "")
+    )
+    family = model_family(model_path)
+    changes, kept = [], []
+    for key in dict.fromkeys([*profile.overrides, *overrides]):
+        before = format_value(profile.overrides[key]) if key in profile.overrides else VERL_DEFAULT
+        if key in overrides and format_value(overrides[key]) != before:
+            changes.append((key, before, format_value(overrides[key])))
+        else:
+            kept.append((key, before))
+    for key, value in spec["env"].items():
+        before = str(profile.env.get(key, "(unset)"))
+        if before != str(value):
+            changes.append((f"env {key}", before, str(value)))
+    rehearsed = dataclasses.replace(
+        profile,
+        env={**profile.env, **spec["env"]},
+        ray=dict(spec["ray"]),
+        prepare={},
+        overrides={**profile.overrides, **overrides},
+    )
+    return Rehearsal(
+        rehearsed,
+        work,
+        family,
+        changes,
+        kept,
+        WarmUpOptions(**spec.get("model", {})),
+        int(spec.get("demo_limit", 12)),
+    )
+
+
+def _filled(value, fill: dict[str, str]):
+    return value.format(**fill) if isinstance(value, str) else value
+
+
+def describe(rehearsal: Rehearsal, log=print) -> None:
+    """One line per key: what the rehearsal changed (profile → rehearsal) and what it kept."""
+    log(f"rehearsing profile {rehearsal.profile.name} on CPU (model family {rehearsal.family})")
+    for key, before, after in rehearsal.changes:
+        log(f"  changed {key}: {before} -> {after}")
+    for key, value in rehearsal.kept:
+        log(f"  kept    {key}: {value}")
+
+
+def prepare(rehearsal: Rehearsal, overrides: list[str], log=print) -> None:
+    """Demo data, the tiny random model and the rehearsal prompts, unless already there."""
+    demo = rehearsal.work.parent / "demo"
+    if not (demo / "train.parquet").exists():
+        cmd = [
+            sys.executable,
+            "-m",
+            "cobalt.data.demo",
+            "--out",
+            str(demo),
+            "--limit",
+            str(rehearsal.demo_limit),
+        ]
+        log(f"preparing demo data: {' '.join(cmd)}")
+        subprocess.run(cmd, check=True)
+    model_dir = Path(override_value(overrides, "actor_rollout_ref.model.path"))
+    if not (model_dir / "config.json").exists():
+        log(f"preparing a tiny random {rehearsal.family} model in {model_dir}")
+        random_policy(model_dir, rehearsal.model, rehearsal.family, data=demo / "train.parquet")
+    train_file = Path(override_value(overrides, "data.train_files"))
+    if not train_file.exists():
+        batch = int(override_value(overrides, "data.train_batch_size") or 1)
+        max_tokens = int(override_value(overrides, "data.max_prompt_length"))
+        rows = tile_prompts(demo / "train.parquet", model_dir, max_tokens, 2 * batch, train_file)
+        log(f"rehearsal prompts: {rows} rows (demo prompts of <= {max_tokens} tokens) in {train_file}")
+
+
+def tile_prompts(source: Path, model_dir: Path, max_tokens: int, rows: int, out: Path) -> int:
+    """The prompts of ``source`` that fit ``max_tokens``, repeated to ``rows`` rows."""
+    import pandas as pd
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    frame = pd.read_parquet(source)
+    fits = [
+        len(tokenizer.apply_chat_template(list(p), add_generation_prompt=True, tokenize=True)) <= max_tokens
+        for p in frame["prompt"]
+    ]
+    frame = frame[fits]
+    if frame.empty:
+        raise ConfigError(f"{source}: no prompt fits data.max_prompt_length={max_tokens}")
+    tiled = frame.iloc[[i % len(frame) for i in range(rows)]].reset_index(drop=True)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tiled.to_parquet(out)
+    return len(tiled)
+
+
+def metrics_file(overrides: list[str]) -> Path:
+    """veRL's file logger writes the step's metrics here (unless VERL_FILE_LOGGER_PATH is set)."""
+    return Path(override_value(overrides, "trainer.default_local_dir")) / "metrics.jsonl"
+
+
+def report(overrides: list[str], metrics_file: Path, log=print) -> dict:
+    """What the step did: its metrics, the world size and the checkpoint it saved."""
+    lines = metrics_file.read_text().splitlines() if metrics_file.exists() else []
+    step = json.loads(lines[-1]) if lines else {"step": None, "data": {}}
+    checkpoint = Path(override_value(overrides, "trainer.default_local_dir"))
+    latest = (checkpoint / "latest_checkpointed_iteration.txt").read_text().strip()
+    actor = checkpoint / f"global_step_{latest}" / "actor"
+    summary = {
+        "step": step["step"],
+        "world_size": step["data"].get("trainer/world_size"),
+        "rollout_replicas": step["data"].get("trainer/rollout_replicas"),
+        "checkpoint": str(actor),
+        "model_shards": len(list(actor.glob("model_world_size_*_rank_*.pt"))),
+        "huggingface_model": (actor / "huggingface" / "config.json").is_file(),
+        "metrics": {k: v for k, v in step["data"].items() if k.startswith(KEY_METRICS)},
+    }
+    log("rehearsal step: " + json.dumps(summary, indent=1))
+    return summary
+
+
+KEY_METRICS = ("actor/", "critic/score/", "response_length/mean", "timing_s/step", "trainer/", "perf/")
