@@ -11,6 +11,7 @@ uses that cluster's token the way Ray documents it (``RAY_AUTH_TOKEN``, ``RAY_AU
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import secrets
 import shutil
@@ -40,6 +41,9 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+# Ray drains a node for 30 s on SIGTERM (so Serve proxies elsewhere can move away from it); a
+# private head or local cluster is stopped when its run is over, with nothing to drain to
+NO_DRAIN = {"RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S": "0"}
 TEMP_PREFIX = "/tmp/cobalt-ray-"  # short: Ray's socket paths under the temp dir are length-limited
 OWNER_FILE = "owner.pid"
 
@@ -51,8 +55,16 @@ class PrivateRayHead:
     head started on the machine removes the temp dir such a head left behind."""
 
     def __init__(
-        self, num_cpus: int, num_gpus: int = 0, temp_dir: str | None = None, log_path: str | None = None
+        self,
+        num_cpus: int,
+        num_gpus: int = 0,
+        temp_dir: str | None = None,
+        log_path: str | None = None,
+        *,
+        detach: bool = False,
     ):
+        """``detach``: the head outlives this process (no death signal; its temp dir's owner is the
+        head itself), for :class:`LocalCluster` started by ``python -m cobalt.serve.cluster start``."""
         self.owns_temp_dir = temp_dir is None
         if self.owns_temp_dir:
             remove_stale_temp_dirs()
@@ -66,7 +78,7 @@ class PrivateRayHead:
         _write_private_file(self.token_path, secrets.token_hex(32))
         self.port = free_port()
         self.address = f"127.0.0.1:{self.port}"
-        cmd = _die_with_this_thread() + [
+        cmd = ([] if detach else _die_with_this_thread()) + [
             str(Path(sys.executable).with_name("ray")),
             "start",
             "--head",
@@ -83,12 +95,12 @@ class PrivateRayHead:
         self.log = open(  # noqa: SIM115 (closed in stop())
             log_path or os.path.join(self.temp_dir, "head.log"), "w"
         )
-        # Ray drains a node for 30 s on SIGTERM (so Serve proxies elsewhere can move away from
-        # it); a private head is stopped when its run is over, with nothing to drain to
-        head_env = {"RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S": "0", **self.child_env()}
+        head_env = {**NO_DRAIN, **self.child_env()}
         self.process = subprocess.Popen(
             cmd, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True, env=head_env
         )
+        if detach and self.owns_temp_dir:
+            Path(temp_dir, OWNER_FILE).write_text(str(self.process.pid))
 
     def env(self) -> dict[str, str]:
         """What a driver or subprocess needs in its environment to join this head (on loopback).
@@ -289,3 +301,254 @@ def _reload_ray_settings() -> None:
     ray_constants.ENABLE_RAY_CLUSTER = ray_constants.env_bool(
         ray_constants.ENABLE_RAY_CLUSTERS_ENV_VAR, not ray_constants.IS_WINDOWS_OR_OSX
     )
+
+
+# --------------------------------------------------------------------- several nodes on loopback
+STATE_FILE = "cluster.json"
+# `ray start` for a worker node that joins a loopback head. SINGLE_NODE_LOOPBACK keeps every Ray
+# process on 127.0.0.1, but the CLI reads the same switch to refuse worker nodes. This process
+# (only) is told multi-node is on, with the two addresses it resolves (the head's, its own) held on
+# loopback; the node's raylet, agents and workers inherit SINGLE_NODE_LOOPBACK like the head's.
+_WORKER_NODE = """
+import sys
+from ray._private import ray_constants, services
+ray_constants.ENABLE_RAY_CLUSTER = True
+services.get_node_ip_address = lambda address=None: "127.0.0.1"
+from ray.scripts.scripts import main
+sys.argv[0] = "ray"
+main()
+"""
+
+
+class LocalCluster:
+    """A Ray cluster of ``nodes`` nodes on this machine, all on 127.0.0.1: a :class:`PrivateRayHead`
+    and ``nodes - 1`` worker nodes (``ray start --address --block``), each with ``num_cpus`` CPUs,
+    ``num_gpus`` GPUs (on a machine without any: a resource count only, what the CPU training
+    platform schedules on) and a temp dir of its own under the head's, all joined with the head's
+    private token. :meth:`stop` ends exactly its nodes and removes the temp dir. Unless
+    ``detach``, every node dies with the thread that started it, as a private head does; a
+    detached cluster records itself in ``<temp_dir>/cluster.json`` and :func:`stop_cluster` ends it
+    from any process."""
+
+    def __init__(self, nodes: int, num_cpus: int, num_gpus: int = 0, *, detach: bool = False):
+        if nodes < 1:
+            raise ValueError(f"a cluster needs at least one node, not {nodes}")
+        self.nodes, self.num_cpus, self.num_gpus, self.detach = nodes, num_cpus, num_gpus, detach
+        self.head = PrivateRayHead(num_cpus, num_gpus, detach=detach)
+        self.workers: list[subprocess.Popen] = []
+        self.address, self.temp_dir = self.head.address, self.head.temp_dir
+
+    def env(self) -> dict[str, str]:
+        return self.head.env()
+
+    def exported(self) -> contextlib.AbstractContextManager:
+        return self.head.exported()
+
+    def node_dir(self, index: int) -> str:
+        """Worker node ``index``'s temp dir (1 .. nodes - 1); the head's is :attr:`temp_dir`."""
+        return os.path.join(self.temp_dir, f"node-{index}")
+
+    def start(self, timeout_s: float = 240) -> None:
+        """Wait for the head, start the worker nodes, wait until all ``nodes`` are alive."""
+        try:
+            self.head.wait_ready(timeout_s)
+            self.workers = [self._start_worker(index) for index in range(1, self.nodes)]
+            self._write_state()
+            self.wait_alive(timeout_s)
+        except BaseException:
+            self.stop(keep_files=True)
+            raise
+
+    def _start_worker(self, index: int) -> subprocess.Popen:
+        os.makedirs(self.node_dir(index))
+        cmd = ([] if self.detach else _die_with_this_thread()) + [
+            sys.executable,
+            "-c",
+            _WORKER_NODE,
+            "start",
+            f"--address={self.address}",
+            "--node-ip-address=127.0.0.1",
+            f"--temp-dir={self.node_dir(index)}",
+            f"--num-cpus={self.num_cpus}",
+            f"--num-gpus={self.num_gpus}",
+            f"--dashboard-agent-listen-port={free_port()}",  # the default (52365) is the head's
+            "--block",
+            "--disable-usage-stats",
+        ]
+        with open(self.node_dir(index) + ".log", "w") as log:
+            return subprocess.Popen(
+                cmd,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                env={**NO_DRAIN, **self.head.child_env()},
+            )
+
+    def wait_alive(self, timeout_s: float = 240) -> None:
+        """Wait until the cluster has ``nodes`` live nodes (probed from a fresh interpreter)."""
+        deadline = time.monotonic() + timeout_s
+        alive = 0
+        while time.monotonic() < deadline:
+            for index, worker in enumerate(self.workers, 1):
+                if worker.poll() is not None:
+                    raise RuntimeError(
+                        f"worker node {index} exited with {worker.returncode}; see {self.node_dir(index)}.log"
+                    )
+            alive = alive_nodes(self.address, self.head.child_env())
+            if alive == self.nodes:
+                return
+            time.sleep(1)
+        raise TimeoutError(f"{alive} of {self.nodes} nodes alive at {self.address} after {timeout_s:.0f} s")
+
+    def _write_state(self) -> None:
+        state = {
+            "address": self.address,
+            "temp_dir": self.temp_dir,
+            "nodes": self.nodes,
+            "num_cpus": self.num_cpus,
+            "num_gpus": self.num_gpus,
+            "pids": [self.head.process.pid, *(w.pid for w in self.workers)],
+            "env": self.env(),
+        }
+        Path(self.temp_dir, STATE_FILE).write_text(json.dumps(state, indent=1) + "\n")
+
+    def stop(self, timeout_s: float = 60, keep_files: bool = False) -> None:
+        """Stop the worker nodes, then the head (each with its whole process group); remove the
+        temp dir unless ``keep_files``."""
+        for worker in self.workers:
+            _end_process_group(worker.pid, self.temp_dir, timeout_s)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                worker.wait(1)
+        self.head.stop(timeout_s, keep_files=keep_files)
+
+
+def alive_nodes(address: str, env: dict[str, str]) -> int:
+    """The number of live nodes of the cluster at ``address`` (0 if no driver can join it), asked
+    from a fresh interpreter so this process's Ray state is left untouched."""
+    probe = (
+        f"import ray; ray.init(address={address!r}, log_to_driver=False); "
+        "print(sum(node['Alive'] for node in ray.nodes()))"
+    )
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, env=env
+        )
+        return int(done.stdout.strip().splitlines()[-1]) if done.returncode == 0 else 0
+    except (subprocess.TimeoutExpired, ValueError, IndexError):
+        return 0
+
+
+def _end_process_group(pid: int, marker: str, timeout_s: float) -> None:
+    """SIGTERM ``pid`` (a ``ray start --block`` of ours: its command line names ``marker``, our
+    temp dir), wait for it, then SIGKILL what is left of its process group."""
+    if marker in _cmdline(pid):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + timeout_s
+        while marker in _cmdline(pid) and time.monotonic() < deadline:
+            time.sleep(0.2)
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        if any(marker in _cmdline(p) for p in _group_members(pid)):
+            os.killpg(pid, signal.SIGKILL)
+
+
+def _cmdline(pid: int) -> str:
+    """A live process's command line ('' once it has exited or is a zombie)."""
+    try:
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return ""
+    return raw.replace(b"\0", b" ").decode(errors="replace")
+
+
+def _group_members(pgid: int) -> list[int]:
+    members = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if int(fields[2]) == pgid:  # the fields after the name: state, ppid, pgrp, ...
+            members.append(int(stat.parent.name))
+    return members
+
+
+def processes_of(temp_dir: str) -> list[int]:
+    """Live processes whose command line names ``temp_dir`` (a cluster's raylets, GCS, agents)."""
+    return [int(p.name) for p in Path("/proc").glob("[0-9]*") if temp_dir in _cmdline(int(p.name))]
+
+
+def find_cluster(where: str) -> dict:
+    """The state of the detached cluster started at ``where``: its address or its temp dir."""
+    candidates = (
+        [Path(where)]
+        if os.path.isdir(where)
+        else Path(os.path.dirname(TEMP_PREFIX)).glob(os.path.basename(TEMP_PREFIX) + "*")
+    )
+    for path in candidates:
+        try:
+            state = json.loads(Path(path, STATE_FILE).read_text())
+        except (OSError, ValueError):
+            continue
+        if where in (state["address"], state["temp_dir"], str(path)):
+            return state
+    raise LookupError(f"no cluster started by `python -m cobalt.serve.cluster start` at {where}")
+
+
+def stop_cluster(where: str, timeout_s: float = 60) -> dict:
+    """Stop the detached cluster at ``where`` (address or temp dir): its worker nodes, then its
+    head, then remove its temp dir; returns its state."""
+    state = find_cluster(where)
+    for pid in reversed(state["pids"]):
+        _end_process_group(pid, state["temp_dir"], timeout_s)
+    shutil.rmtree(state["temp_dir"], ignore_errors=True)
+    return state
+
+
+def export_lines(env: dict[str, str]) -> list[str]:
+    """Shell lines that give a shell ``env`` (``RAY_AUTH_TOKEN`` would win over the token file)."""
+    return [f"export {key}={value}" for key, value in env.items()] + [f"unset {TOKEN}"]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m cobalt.serve.cluster start|stop``: a local multi-node cluster on loopback."""
+    import argparse
+
+    parser = argparse.ArgumentParser(
+        prog="python -m cobalt.serve.cluster",
+        description="A Ray cluster of several nodes on this machine, on 127.0.0.1 with a private "
+        "token: rehearse multi-node training and serving without a second machine.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    start = sub.add_parser(
+        "start",
+        help='start a cluster and leave it running; prints the lines to export (eval "$(...)")',
+    )
+    start.add_argument("--nodes", type=int, default=2, help="head + nodes-1 worker nodes")
+    start.add_argument("--num-cpus", type=int, default=2, help="CPUs each node offers")
+    start.add_argument("--num-gpus", type=int, default=0, help="GPUs each node offers (a count only)")
+    stop = sub.add_parser("stop", help="stop exactly the cluster started at ADDRESS or in TEMP_DIR")
+    stop.add_argument("where", metavar="ADDRESS_OR_TEMP_DIR")
+    args = parser.parse_args(argv)
+    if args.command == "stop":
+        try:
+            state = stop_cluster(args.where)
+        except LookupError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 1
+        print(f"stopped the {state['nodes']}-node cluster at {state['address']}", file=sys.stderr)
+        return 0
+    cluster = LocalCluster(args.nodes, args.num_cpus, args.num_gpus, detach=True)
+    cluster.start()
+    print(
+        f"# {args.nodes} Ray nodes at {cluster.address} ({args.num_cpus} CPUs, {args.num_gpus} GPUs "
+        f"each; logs in {cluster.temp_dir})\n"
+        + "\n".join(export_lines(cluster.env()))
+        + f"\n# pass --address {cluster.address}; stop with: "
+        f"python -m cobalt.serve.cluster stop {cluster.temp_dir}"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
