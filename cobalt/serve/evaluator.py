@@ -30,6 +30,7 @@ class ServeConfig:
     app_name: str = "evaluator"
     deployment_name: str = "Evaluator"
     num_replicas: int = 2
+    max_replicas_per_node: int | None = None  # None: no limit (Serve still spreads, best effort)
     num_cpus: float = 1
     memory_gb: float = 2
     max_ongoing_requests: int = 32
@@ -80,9 +81,17 @@ def build_app(config_name: str | None = None):
         num_replicas=opts.num_replicas,
         max_ongoing_requests=opts.max_ongoing_requests,
         max_queued_requests=opts.max_queued_requests,
+        **_per_node_limit(opts),
         ray_actor_options={"num_cpus": opts.num_cpus, "memory": int(opts.memory_gb * (1 << 30))},
     )
     return deployment.bind(dataclasses.asdict(sandbox), opts.sandboxes_per_replica)
+
+
+def _per_node_limit(opts: ServeConfig) -> dict:
+    """Serve's option only when set (it has no "unlimited" value of its own)."""
+    if opts.max_replicas_per_node is None:
+        return {}
+    return {"max_replicas_per_node": opts.max_replicas_per_node}
 
 
 def start_evaluator_app(config_name: str | None = None):
