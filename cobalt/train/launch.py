@@ -153,7 +153,7 @@ def main(argv=None) -> int:
         "--rehearse",
         action="store_true",
         help="one GRPO step of the profile's topology and batch arithmetic on CPU, with a tiny "
-        "model of its family (configs/train/rehearsal.yaml; every change is printed)",
+        "model of its family (configs/rehearsal.yaml; every change is printed)",
     )
     args, extra = parser.parse_known_args(argv)
     logger = args.logger.split(",") if args.logger else None

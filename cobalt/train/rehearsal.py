@@ -3,7 +3,7 @@
 One GRPO step with the profile's topology and batch arithmetic (FSDP ranks, rollout tensor
 parallelism, ``train_batch_size``, ``rollout.n``, mini- and micro-batches, offload, dynamic batch),
 on a tiny random model of the profile's family and short prompts, with what a CPU cannot honour
-turned off (``configs/train/rehearsal.yaml``). Every key the rehearsal changes is printed at start
+turned off (``configs/rehearsal.yaml``). Every key the rehearsal changes is printed at start
 with the profile's value and the rehearsal's; every other key is the profile's, so veRL accepts or
 rejects the profile's numbers for its world size exactly as on the GPUs.
 """
@@ -20,6 +20,7 @@ from pathlib import Path
 from cobalt.config import config_dir, load_config
 from cobalt.errors import ConfigError
 from cobalt.train.profile import format_value, override_value
+from cobalt.train.sft import prompt_ids
 from cobalt.train.tiny_policy import FAMILIES, WarmUpOptions, random_policy
 
 VERL_DEFAULT = "(veRL default)"
@@ -55,8 +56,8 @@ def model_family(model_path: str) -> str:
 
 
 def plan(profile, extra: list[str] = ()) -> Rehearsal:
-    """The profile with ``configs/train/rehearsal.yaml`` laid over it, and the list of changes."""
-    spec = load_config(config_dir() / "train" / "rehearsal.yaml")
+    """The profile with ``configs/rehearsal.yaml`` laid over it, and the list of changes."""
+    spec = load_config(config_dir() / "rehearsal.yaml")
     work = Path("data/rehearsal") / profile.name
     run = time.strftime("%Y%m%d-%H%M%S")  # each rehearsal checkpoints into a directory of its own
     fill = {"profile": profile.name, "work": str(work), "run": run}
@@ -141,10 +142,7 @@ def tile_prompts(source: Path, model_dir: Path, max_tokens: int, rows: int, out:
 
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
     frame = pd.read_parquet(source)
-    fits = [
-        len(tokenizer.apply_chat_template(list(p), add_generation_prompt=True, tokenize=True)) <= max_tokens
-        for p in frame["prompt"]
-    ]
+    fits = [len(prompt_ids(tokenizer, prompt)) <= max_tokens for prompt in frame["prompt"]]
     frame = frame[fits]
     if frame.empty:
         raise ConfigError(f"{source}: no prompt fits data.max_prompt_length={max_tokens}")

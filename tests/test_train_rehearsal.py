@@ -1,0 +1,116 @@
+"""``launch --rehearse``: what a CPU rehearsal of a GPU profile keeps and changes, and that veRL
+rejects a profile's numbers in a rehearsal before any rollout, as it would on the GPUs."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from cobalt.config import config_dir
+from cobalt.errors import ConfigError
+from cobalt.train.profile import format_value, load_profile
+from cobalt.train.rehearsal import describe, model_family, plan, tile_prompts
+
+ROOT = Path(__file__).resolve().parents[1]
+PAPER_PROFILES = ["multi_turn_qwen3_8b", "multi_turn_r1_distill_llama_8b", "single_turn_r1_distill_llama_8b"]
+# what a rehearsal exists to check: none of it may differ from the profile
+TOPOLOGY_KEYS = [
+    "trainer.nnodes",
+    "trainer.n_gpus_per_node",
+    "data.train_batch_size",
+    "actor_rollout_ref.rollout.n",
+    "actor_rollout_ref.rollout.tensor_model_parallel_size",
+    "actor_rollout_ref.actor.ppo_mini_batch_size",
+    "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu",
+    "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu",
+    "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu",
+    "actor_rollout_ref.actor.use_dynamic_bsz",
+    "actor_rollout_ref.actor.fsdp_config.param_offload",
+    "actor_rollout_ref.actor.fsdp_config.optimizer_offload",
+    "actor_rollout_ref.ref.fsdp_config.param_offload",
+    "actor_rollout_ref.model.enable_gradient_checkpointing",
+    "actor_rollout_ref.model.use_remove_padding",
+]
+
+
+def test_the_rehearsal_overlay_changes_no_topology_or_batch_key():
+    overlay = yaml.safe_load((config_dir() / "rehearsal.yaml").read_text())["overrides"]
+    touched = {key.lstrip("+") for key in overlay} & set(TOPOLOGY_KEYS)
+    assert not touched, f"configs/rehearsal.yaml must not change {sorted(touched)}"
+
+
+@pytest.mark.parametrize("name", PAPER_PROFILES)
+def test_a_rehearsal_keeps_every_profile_key_it_does_not_list_as_changed(name):
+    profile = load_profile(name)
+    staged = plan(profile)
+    changed = {key for key, _, _ in staged.changes}
+    for key, value in profile.overrides.items():
+        if key not in changed:
+            assert staged.profile.overrides[key] == value, key
+    for key in TOPOLOGY_KEYS:
+        if key in profile.overrides:
+            assert (key, format_value(profile.overrides[key])) in staged.kept
+    assert profile.overrides["trainer.n_gpus_per_node"] == 4
+    lines = []
+    describe(staged, lines.append)
+    expected = f"  changed data.max_response_length: {profile.overrides['data.max_response_length']} -> 32"
+    assert expected in lines
+    assert "  kept    trainer.n_gpus_per_node: 4" in lines
+    assert staged.profile.overrides["trainer.device"] == "cpu" and staged.profile.env["VERL_PLATFORM"] == "cpu"
+
+
+def test_the_model_family_comes_from_the_hub_name_or_the_local_config(tmp_path):
+    assert model_family("Qwen/Qwen3-8B") == "qwen3"
+    assert model_family("deepseek-ai/DeepSeek-R1-Distill-Llama-8B") == "llama"
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": "llama"}))
+    assert model_family(str(tmp_path)) == "llama"
+    with pytest.raises(ConfigError, match="actor_rollout_ref.model.path=google/gemma-2b.*qwen3"):
+        model_family("google/gemma-2b")
+
+
+def test_rehearsal_prompts_are_the_prompts_that_fit_repeated_to_the_rows_asked(tmp_path):
+    from cobalt.data.tokens import build_tiny_tokenizer
+
+    build_tiny_tokenizer(tmp_path / "tok")
+    prompts = [[{"role": "user", "content": "x " * n}] for n in (3, 5, 2000)]
+    pd.DataFrame({"prompt": prompts, "idx": [0, 1, 2]}).to_parquet(tmp_path / "src.parquet")
+    rows = tile_prompts(tmp_path / "src.parquet", tmp_path / "tok", 64, 7, tmp_path / "out" / "train.parquet")
+    tiled = pd.read_parquet(tmp_path / "out" / "train.parquet")
+    assert rows == 7 and tiled["idx"].tolist() == [0, 1, 0, 1, 0, 1, 0]
+    with pytest.raises(ConfigError, match="no prompt fits data.max_prompt_length=2"):
+        tile_prompts(tmp_path / "src.parquet", tmp_path / "tok", 2, 7, tmp_path / "none.parquet")
+
+
+@pytest.mark.slow
+@pytest.mark.train
+def test_a_rehearsal_fails_before_any_rollout_when_verl_rejects_the_numbers(tmp_path):
+    """Three ranks cannot split the profile's 128 x 16 responses evenly: veRL's config check
+    refuses it, in the rehearsal as on the GPUs, before any worker or rollout starts."""
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "WANDB_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0"}
+    env.pop("RAY_ADDRESS", None)
+    done = subprocess.run(
+        [
+            "bash",
+            str(ROOT / "scripts/train_grpo_multi_turn.sh"),
+            "--profile",
+            "multi_turn_qwen3_8b",
+            "--rehearse",
+            "trainer.n_gpus_per_node=3",
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    output = done.stdout + done.stderr
+    assert done.returncode != 0, output[-3000:]
+    assert "real_train_batch_size (2048) must be divisible by minimal possible batch size (3)" in output
+    assert "WorkerDict" not in output and "vLLM" not in output, "a worker started before the check"
+    assert not list(tmp_path.glob("checkpoints/rehearsal/*/*/global_step_*"))
