@@ -1,7 +1,9 @@
 """The real thing on CPU: veRL 0.9.1's main_ppo GRPO with the project's reward manager, reward
 function and Ray Serve evaluator, on bandit prompts built by the data pipeline from the embedded
-problems, with a tiny policy warmed up so that rewards vary within a group. Two steps, a
-checkpoint, then a resumed run that continues from it -- asserted on the logged metrics.
+problems, with a tiny policy warmed up so that rewards vary within a group. Two FSDP ranks (gloo)
+and two rollout replicas; three steps, a checkpoint of two shards that veRL's model merger turns
+into the saved Hugging Face model, then a resumed run that continues from it at the next step and
+the next batch of the dataloader -- asserted on the logged metrics and rollouts.
 
 Both runs go through the launcher with ``--address`` on a Ray head this test starts (the path a
 multi-node cluster takes); the head is stopped at the end, and only it.
@@ -23,6 +25,7 @@ pytest.importorskip("vllm")
 pytestmark = [pytest.mark.slow, pytest.mark.train]
 
 ROOT = Path(__file__).resolve().parents[1]
+RANKS = 2
 ENV = {
     "HF_HUB_OFFLINE": "1",
     "TRANSFORMERS_OFFLINE": "1",
@@ -55,13 +58,14 @@ def metrics(path: Path) -> dict[int, dict]:
 
 @pytest.fixture(scope="module")
 def ray_head():
-    """A private head with one (CPU-platform) GPU slot and its own token, exported to this process
+    """A private head with two (CPU-platform) GPU slots and its own token, exported to this process
     so launched jobs can join. Never the session's cluster that conftest exports as $RAY_ADDRESS:
-    that one has no GPU slot, and veRL's resource check would refuse it."""
+    that one has no GPU slot, and veRL's resource check would refuse it. CPUs: 5 for the driver,
+    evaluator and Serve, and 3 per rank (veRL's worker bundle), as configs/train/cpu_smoke.yaml."""
     from cobalt.serve.cluster import PrivateRayHead, exported
 
     with exported(ENV):
-        head = PrivateRayHead(num_cpus=8, num_gpus=1)
+        head = PrivateRayHead(num_cpus=5 + 3 * RANKS, num_gpus=RANKS)
         try:
             head.wait_ready()
             with head.exported():
@@ -84,9 +88,33 @@ def launch(work: Path, address: str, name: str, *overrides: str) -> float:
         f"data.val_files={work / 'demo/test.parquet'}",
         f"actor_rollout_ref.model.path={work / 'policy'}",
         f"trainer.default_local_dir={work / 'ckpt'}",
+        f"trainer.n_gpus_per_node={RANKS}",
+        f"trainer.rollout_data_dir={work / 'rollouts'}",
         *overrides,
     ]
     return run(cmd, work / f"{name}.log", timeout=600, VERL_FILE_LOGGER_PATH=str(work / f"{name}.jsonl"))
+
+
+def rollout_prompts(rollout_dir: Path, step: int) -> list[str]:
+    """The prompts of one step's rollouts (veRL's trainer.rollout_data_dir dump), sorted."""
+    rows = map(json.loads, (rollout_dir / f"{step}.jsonl").read_text().splitlines())
+    return sorted(row["input"] for row in rows)
+
+
+def assert_merged_shards_equal_the_saved_model(actor: Path, out: Path) -> float:
+    """veRL's model merger on the N shards gives the Hugging Face model saved beside them. The
+    merger writes bfloat16 (veRL 0.9.1 casts every tensor), so the saved float32 model is
+    compared after the same rounding: equal bit for bit."""
+    import torch
+    from safetensors.torch import load_file
+
+    cmd = [sys.executable, "-m", "verl.model_merger", "merge", "--backend", "fsdp"]
+    seconds = run([*cmd, "--local_dir", str(actor), "--target_dir", str(out)], out.parent / "merge.log", 300)
+    merged, saved = load_file(out / "model.safetensors"), load_file(actor / "huggingface/model.safetensors")
+    assert sorted(merged) == sorted(saved)
+    for name, tensor in saved.items():
+        assert torch.equal(merged[name], tensor.to(torch.bfloat16)), name
+    return seconds
 
 
 def test_grpo_on_cpu_learns_checkpoints_and_resumes(tmp_path, ray_head):
@@ -133,6 +161,7 @@ def test_grpo_on_cpu_learns_checkpoints_and_resumes(tmp_path, ray_head):
     for m in first.values():
         # the reward manager's extras reached the logger (cobalt_sync trainer)
         assert 0 <= m["reward/pass_rate/mean"] <= 1 and m["reward/evaluator_failure/count"] == 0, m
+        assert m["trainer/world_size"] == RANKS and m["trainer/rollout_replicas"] == RANKS, m
     assert any(key.startswith("val-core/code_taco_verified/acc") for key in first[2])  # validation ran
     checkpoint = tmp_path / "ckpt"
     assert (checkpoint / "latest_checkpointed_iteration.txt").read_text().strip() == "3"
@@ -140,9 +169,11 @@ def test_grpo_on_cpu_learns_checkpoints_and_resumes(tmp_path, ray_head):
     # every profile saves the policy in Hugging Face format: what the evaluation commands load
     from transformers import AutoConfig, AutoModelForCausalLM
 
-    hf_dir = checkpoint / "global_step_2" / "actor" / "huggingface"
-    trained = AutoModelForCausalLM.from_pretrained(hf_dir)
+    actor = checkpoint / "global_step_2" / "actor"
+    trained = AutoModelForCausalLM.from_pretrained(actor / "huggingface")
     assert trained.config.vocab_size == AutoConfig.from_pretrained(tmp_path / "policy").vocab_size
+    assert len(list(actor.glob(f"model_world_size_{RANKS}_rank_*.pt"))) == RANKS
+    timings["merge"] = assert_merged_shards_equal_the_saved_model(actor, tmp_path / "merged")
 
     timings["run_2"] = launch(
         tmp_path,
@@ -155,6 +186,9 @@ def test_grpo_on_cpu_learns_checkpoints_and_resumes(tmp_path, ray_head):
     second = metrics(tmp_path / "run2.jsonl")
     assert sorted(second) == [4], f"the resumed run should continue at step 4, logged {sorted(second)}"
     assert second[4]["training/global_step"] == 4
+    # The dataloader resumed too: step 4 opens the second epoch (3 batches of 4 in an epoch). A
+    # loader restarted from scratch would replay the first epoch's first batch, step 1's prompts.
+    assert rollout_prompts(tmp_path / "rollouts", 4) != rollout_prompts(tmp_path / "rollouts", 1)
     assert (checkpoint / "latest_checkpointed_iteration.txt").read_text().strip() == "4"
     print(
         json.dumps(

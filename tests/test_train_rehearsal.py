@@ -62,7 +62,9 @@ def test_a_rehearsal_keeps_every_profile_key_it_does_not_list_as_changed(name):
     expected = f"  changed data.max_response_length: {profile.overrides['data.max_response_length']} -> 32"
     assert expected in lines
     assert "  kept    trainer.n_gpus_per_node: 4" in lines
-    assert staged.profile.overrides["trainer.device"] == "cpu" and staged.profile.env["VERL_PLATFORM"] == "cpu"
+    assert (
+        staged.profile.overrides["trainer.device"] == "cpu" and staged.profile.env["VERL_PLATFORM"] == "cpu"
+    )
 
 
 def test_the_model_family_comes_from_the_hub_name_or_the_local_config(tmp_path):
@@ -70,7 +72,7 @@ def test_the_model_family_comes_from_the_hub_name_or_the_local_config(tmp_path):
     assert model_family("deepseek-ai/DeepSeek-R1-Distill-Llama-8B") == "llama"
     (tmp_path / "config.json").write_text(json.dumps({"model_type": "llama"}))
     assert model_family(str(tmp_path)) == "llama"
-    with pytest.raises(ConfigError, match="actor_rollout_ref.model.path=google/gemma-2b.*qwen3"):
+    with pytest.raises(ConfigError, match=r"actor_rollout_ref\.model\.path=google/gemma-2b.*qwen3"):
         model_family("google/gemma-2b")
 
 
@@ -83,7 +85,7 @@ def test_rehearsal_prompts_are_the_prompts_that_fit_repeated_to_the_rows_asked(t
     rows = tile_prompts(tmp_path / "src.parquet", tmp_path / "tok", 64, 7, tmp_path / "out" / "train.parquet")
     tiled = pd.read_parquet(tmp_path / "out" / "train.parquet")
     assert rows == 7 and tiled["idx"].tolist() == [0, 1, 0, 1, 0, 1, 0]
-    with pytest.raises(ConfigError, match="no prompt fits data.max_prompt_length=2"):
+    with pytest.raises(ConfigError, match=r"no prompt fits data\.max_prompt_length=2"):
         tile_prompts(tmp_path / "src.parquet", tmp_path / "tok", 2, 7, tmp_path / "none.parquet")
 
 

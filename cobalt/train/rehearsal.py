@@ -153,8 +153,11 @@ def tile_prompts(source: Path, model_dir: Path, max_tokens: int, rows: int, out:
 
 
 def metrics_file(overrides: list[str]) -> Path:
-    """veRL's file logger writes the step's metrics here (unless VERL_FILE_LOGGER_PATH is set)."""
-    return Path(override_value(overrides, "trainer.default_local_dir")) / "metrics.jsonl"
+    """veRL's file logger writes the step's metrics here (unless VERL_FILE_LOGGER_PATH is set);
+    the directory is made now, as the logger opens the file before the first checkpoint."""
+    directory = Path(override_value(overrides, "trainer.default_local_dir")).resolve()
+    directory.mkdir(parents=True, exist_ok=True)
+    return directory / "metrics.jsonl"
 
 
 def report(overrides: list[str], metrics_file: Path, log=print) -> dict:

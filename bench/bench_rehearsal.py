@@ -1,0 +1,115 @@
+"""Wall time and peak memory of the CPU rehearsal of each paper profile (``--rehearse``).
+
+    .venv/bin/python bench/bench_rehearsal.py [--profiles multi_turn_qwen3_8b ...] [--workdir DIR]
+
+Each rehearsal runs as a user would start it (``scripts/train_grpo_*.sh --profile P --rehearse``,
+its own private Ray head) in ``--workdir`` (default: a new temp dir; the demo data and tiny models
+it builds are reused by the later profiles). Peak memory is the largest sum of resident memory
+over the launcher and all its descendants (Ray head, raylet, FSDP workers, vLLM replicas,
+evaluator replicas), sampled every 0.5 s. Baseline: none -- the paper's GPU runs cannot be timed
+here; the figures say what a rehearsal costs before a GPU run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPTS = {
+    "multi_turn_qwen3_8b": "train_grpo_multi_turn.sh",
+    "multi_turn_r1_distill_llama_8b": "train_grpo_multi_turn.sh",
+    "single_turn_r1_distill_llama_8b": "train_grpo_single_turn.sh",
+}
+PAGE = os.sysconf("SC_PAGE_SIZE")
+
+
+def tree_rss(root: int) -> int:
+    """Resident bytes of ``root`` and every descendant (by parent pid, from /proc)."""
+    children: dict[int, list[int]] = {}
+    rss: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            pages = int((entry / "statm").read_text().split()[1])
+        except OSError:
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        children.setdefault(ppid, []).append(int(entry.name))
+        rss[int(entry.name)] = pages * PAGE
+    total, todo = 0, [root]
+    while todo:
+        pid = todo.pop()
+        total += rss.get(pid, 0)
+        todo += children.get(pid, [])
+    return total
+
+
+def rehearse(profile: str, workdir: Path) -> dict:
+    cmd = ["bash", str(ROOT / "scripts" / SCRIPTS[profile]), "--profile", profile, "--rehearse"]
+    log = workdir / f"{profile}.log"
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "WANDB_MODE": "disabled"}
+    env.pop("RAY_ADDRESS", None)
+    peak, started = 0, time.monotonic()
+    with open(log, "w") as out:
+        proc = subprocess.Popen(cmd, cwd=workdir, stdout=out, stderr=subprocess.STDOUT, env=env)
+        done = threading.Event()
+
+        def sample():
+            nonlocal peak
+            while not done.is_set():
+                peak = max(peak, tree_rss(proc.pid))
+                done.wait(0.5)
+
+        sampler = threading.Thread(target=sample, daemon=True)
+        sampler.start()
+        returncode = proc.wait()
+        done.set()
+        sampler.join()
+    summary = _step_summary(log)
+    return {
+        "profile": profile,
+        "exit": returncode,
+        "wall_s": round(time.monotonic() - started, 1),
+        "peak_rss_gib": round(peak / 2**30, 2),
+        **summary,
+        "log": str(log),
+    }
+
+
+def _step_summary(log: Path) -> dict:
+    """world size, shard count and step time from the rehearsal's closing report."""
+    text = log.read_text(errors="replace")
+    start = text.rfind("rehearsal step: {")
+    if start < 0:
+        return {}
+    report, _ = json.JSONDecoder().raw_decode(text[start + len("rehearsal step: ") :])
+    return {
+        "world_size": report["world_size"],
+        "rollout_replicas": report["rollout_replicas"],
+        "model_shards": report["model_shards"],
+        "step_s": round(report["metrics"].get("timing_s/step", float("nan")), 1),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--profiles", nargs="+", default=list(SCRIPTS), choices=list(SCRIPTS))
+    parser.add_argument("--workdir", type=Path, default=None)
+    args = parser.parse_args()
+    workdir = args.workdir or Path(tempfile.mkdtemp(prefix="cobalt-rehearsal-"))
+    workdir.mkdir(parents=True, exist_ok=True)
+    for profile in args.profiles:
+        print(json.dumps(rehearse(profile, workdir)), flush=True)
+
+
+if __name__ == "__main__":
+    main()
