@@ -4,9 +4,10 @@
 
 Each rehearsal runs as a user would start it (``scripts/train_grpo_*.sh --profile P --rehearse``,
 its own private Ray head) in ``--workdir`` (default: a new temp dir; the demo data and tiny models
-it builds are reused by the later profiles). Peak memory is the largest sum of resident memory
-over the launcher and all its descendants (Ray head, raylet, FSDP workers, vLLM replicas,
-evaluator replicas), sampled every 0.5 s. Baseline: none -- the paper's GPU runs cannot be timed
+it builds are reused by the later profiles). Peak memory is the largest sum of proportional set
+sizes (PSS: shared pages split among the processes sharing them, so the sum is real memory) over
+the launcher and all its descendants (Ray head, raylet, FSDP workers, vLLM replicas, evaluator
+replicas), sampled every second. Baseline: none -- the paper's GPU runs cannot be timed
 here; the figures say what a rehearsal costs before a GPU run.
 """
 
@@ -27,30 +28,34 @@ SCRIPTS = {
     "multi_turn_r1_distill_llama_8b": "train_grpo_multi_turn.sh",
     "single_turn_r1_distill_llama_8b": "train_grpo_single_turn.sh",
 }
-PAGE = os.sysconf("SC_PAGE_SIZE")
 
 
-def tree_rss(root: int) -> int:
-    """Resident bytes of ``root`` and every descendant (by parent pid, from /proc)."""
+def tree_pss(root: int) -> int:
+    """Proportional set size in bytes of ``root`` and every descendant (by parent pid, /proc)."""
     children: dict[int, list[int]] = {}
-    rss: dict[int, int] = {}
     for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-            pages = int((entry / "statm").read_text().split()[1])
-        except OSError:
-            continue
-        ppid = int(stat.rsplit(")", 1)[1].split()[1])
-        children.setdefault(ppid, []).append(int(entry.name))
-        rss[int(entry.name)] = pages * PAGE
+        if entry.name.isdigit():
+            try:
+                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except OSError:
+                continue
+            children.setdefault(ppid, []).append(int(entry.name))
     total, todo = 0, [root]
     while todo:
         pid = todo.pop()
-        total += rss.get(pid, 0)
+        total += _pss(pid)
         todo += children.get(pid, [])
     return total
+
+
+def _pss(pid: int) -> int:
+    try:
+        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+            if line.startswith("Pss:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
 
 
 def rehearse(profile: str, workdir: Path) -> dict:
@@ -66,8 +71,8 @@ def rehearse(profile: str, workdir: Path) -> dict:
         def sample():
             nonlocal peak
             while not done.is_set():
-                peak = max(peak, tree_rss(proc.pid))
-                done.wait(0.5)
+                peak = max(peak, tree_pss(proc.pid))
+                done.wait(1.0)
 
         sampler = threading.Thread(target=sample, daemon=True)
         sampler.start()
@@ -79,7 +84,7 @@ def rehearse(profile: str, workdir: Path) -> dict:
         "profile": profile,
         "exit": returncode,
         "wall_s": round(time.monotonic() - started, 1),
-        "peak_rss_gib": round(peak / 2**30, 2),
+        "peak_pss_gib": round(peak / 2**30, 2),
         **summary,
         "log": str(log),
     }

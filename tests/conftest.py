@@ -39,8 +39,9 @@ def pytest_unconfigure(config):
 
 
 def pytest_collection_modifyitems(config, items):
-    """The learning check's training runs (10-20 min each on 2 cores) run only when asked for:
-    COBALT_LEARNING_CHECK=1 bash scripts/test.sh tests/test_learning_check.py"""
+    """The learning check's deliberately broken twins (a whole training run each, 15-20 min on
+    2 cores) run only when asked for: COBALT_LEARNING_CHECK=1 bash scripts/test.sh
+    tests/test_learning_check.py. The passing check itself runs in CI."""
     if os.environ.get("COBALT_LEARNING_CHECK") == "1":
         return
     skip = pytest.mark.skip(reason="a learning-check training run: set COBALT_LEARNING_CHECK=1 to run it")
