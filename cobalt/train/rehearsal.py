@@ -35,6 +35,7 @@ class Rehearsal:
     kept: list[tuple[str, str]]
     model: WarmUpOptions
     demo_limit: int
+    prompts: str  # the demo set's parquet whose prompts stand in for the profile's data
 
 
 def model_family(model_path: str) -> str:
@@ -84,6 +85,8 @@ def plan(profile, extra: list[str] = ()) -> Rehearsal:
         prepare={},
         overrides={**profile.overrides, **overrides},
     )
+    # a single-turn profile trains on turn-0 prompts: the demo set has those too
+    single_turn = "single_turn" in str(profile.overrides.get("data.train_files", ""))
     return Rehearsal(
         rehearsed,
         work,
@@ -92,6 +95,7 @@ def plan(profile, extra: list[str] = ()) -> Rehearsal:
         kept,
         WarmUpOptions(**spec.get("model", {})),
         int(spec.get("demo_limit", 12)),
+        "single_turn/train.parquet" if single_turn else "train.parquet",
     )
 
 
@@ -131,8 +135,10 @@ def prepare(rehearsal: Rehearsal, overrides: list[str], log=print) -> None:
     if not train_file.exists():
         batch = int(override_value(overrides, "data.train_batch_size") or 1)
         max_tokens = int(override_value(overrides, "data.max_prompt_length"))
-        rows = tile_prompts(demo / "train.parquet", model_dir, max_tokens, 2 * batch, train_file)
-        log(f"rehearsal prompts: {rows} rows (demo prompts of <= {max_tokens} tokens) in {train_file}")
+        rows = tile_prompts(demo / rehearsal.prompts, model_dir, max_tokens, 2 * batch, train_file)
+        log(
+            f"rehearsal prompts: {rows} rows ({demo / rehearsal.prompts}, <= {max_tokens} tokens) in {train_file}"
+        )
 
 
 def tile_prompts(source: Path, model_dir: Path, max_tokens: int, rows: int, out: Path) -> int:
