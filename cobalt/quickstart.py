@@ -186,10 +186,12 @@ def split_problems(run: Run) -> tuple[Path, Path]:
     train, heldout = run.root / "data/train_problems.jsonl", run.root / "data/heldout_problems.jsonl"
 
     def write():
-        if run.cfg.problems == "embedded":
+        from cobalt.data.embedded import PROBLEM_SETS
+
+        if run.cfg.problems in PROBLEM_SETS:  # "embedded", "embedded_easy"
             from cobalt.data.embedded import problem_records
 
-            records = problem_records()
+            records = problem_records(path=PROBLEM_SETS[run.cfg.problems])
         else:
             from cobalt.infer.records import load_problems
 
@@ -529,6 +531,9 @@ def main(argv=None) -> int:
         "--engine_config", default=None, help="configs/<name>.yaml of the engine (engine_paper on GPUs)"
     )
     p.add_argument("--train_profile", default=None, help="configs/train/<name>.yaml (e.g. a GPU profile)")
+    p.add_argument(
+        "--dry-run", action="store_true", help="print the resolved settings as JSON and exit (runs nothing)"
+    )
     args = p.parse_args(argv)
     cfg = from_dict(QuickstartConfig, load_config(args.profile), source=f"configs/{args.profile}")
     overrides = {
@@ -537,6 +542,9 @@ def main(argv=None) -> int:
         if getattr(args, k)
     }
     cfg = dataclasses.replace(cfg, **overrides)
+    if args.dry_run:
+        print(json.dumps({"profile": args.profile, **dry_run_plan(cfg)}, indent=1))
+        return 0
     root = pick_run_dir(ROOT / "runs", args.run_dir, args.new)
     root.mkdir(parents=True, exist_ok=True)
     log(f"run directory {root} (profile {args.profile}); re-run the same command to resume")
@@ -551,6 +559,16 @@ def main(argv=None) -> int:
         return 1
     log(f"report: {report}")
     return 0
+
+
+def dry_run_plan(cfg: QuickstartConfig) -> dict:
+    """The settings a run would use, with its GRPO profile's batch: what ``--dry-run`` prints."""
+    from cobalt.train.profile import load_profile
+
+    overrides = load_profile(cfg.train_profile).overrides
+    grpo = {k: overrides.get(k) for k in ("data.train_batch_size", "actor_rollout_ref.rollout.n",
+                                          "actor_rollout_ref.actor.optim.lr")}  # fmt: skip
+    return {"settings": dataclasses.asdict(cfg), "grpo_profile": grpo}
 
 
 def signal_handler() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pandas as pd
+import pytest
 from transformers import AutoTokenizer
 
 from cobalt.quickstart import fitted_lengths
@@ -68,3 +69,25 @@ def test_an_interrupted_stage_asks_its_command_to_stop_instead_of_killing_it(tmp
     driver.send_signal(signal.SIGTERM)
     assert driver.wait(timeout=60) != 0  # the interrupt still ends the quickstart
     assert marker.read_text() == "stopped cleanly"
+
+
+@pytest.mark.parametrize("profile", ["quickstart", "quickstart_ci", "learn"])
+def test_every_quickstart_profile_loads_and_dry_runs(profile, capsys):
+    """``--dry-run`` resolves a profile (its extends chain and its GRPO profile) and runs nothing."""
+    import json
+
+    from cobalt.quickstart import main
+
+    assert main(["--profile", profile, "--dry-run"]) == 0
+    plan = json.loads(capsys.readouterr().out)
+    settings = plan["settings"]
+    assert plan["profile"] == profile and settings["grpo_steps"] >= 1
+    assert plan["grpo_profile"]["data.train_batch_size"] >= 1
+
+
+def test_the_learn_profile_trains_longer_and_evaluates_with_four_feedback_turns():
+    from cobalt.config import load_config
+
+    learn, default = load_config("learn"), load_config("quickstart")
+    assert learn["problems"] == "embedded_easy" and learn["grpo_steps"] >= 10 * default["grpo_steps"]
+    assert learn["eval_turns"] >= 4 and learn["eval_samples"] * learn["heldout_problems"] >= 60

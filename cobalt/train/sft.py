@@ -146,7 +146,7 @@ def warm_up_instruct(
 
 
 def main(argv=None) -> None:
-    from cobalt.data.embedded import load_problems
+    from cobalt.data.embedded import PROBLEM_SETS, load_problems
     from cobalt.infer.records import load_problems as load_problem_records
 
     p = argparse.ArgumentParser(
@@ -161,7 +161,9 @@ def main(argv=None) -> None:
     p.add_argument("--lr", type=float, default=SFTOptions.lr)
     p.add_argument("--batch_size", type=int, default=SFTOptions.batch_size)
     args = p.parse_args(argv)
-    solutions = {prob["id"]: prob["solutions"][0] for prob in load_problems()}
+    solutions = {  # every embedded set's (their ids are distinct)
+        prob["id"]: prob["solutions"][0] for path in PROBLEM_SETS.values() for prob in load_problems(path)
+    }
     problems = load_problem_records(args.problems)
     report = warm_up_instruct(
         args.model,

@@ -24,6 +24,10 @@ from cobalt.jsonl import write_jsonl
 from cobalt.testcases import parse_test_cases
 
 PROBLEMS_PATH = Path(__file__).with_name("problems.json")
+# Very simple problems (sum of two numbers, reverse a string, ...) on which a 135M model solves
+# some at turn 0: the learn profile's set (configs/learn.yaml). Same format, ids easy-NNN.
+EASY_PROBLEMS_PATH = Path(__file__).with_name("easy_problems.json")
+PROBLEM_SETS = {"embedded": PROBLEMS_PATH, "embedded_easy": EASY_PROBLEMS_PATH}
 SOURCE = "cobalt-embedded"
 TACO_FILE = "taco_embedded.jsonl"
 LCB_FILE = "lcb_test6_embedded.jsonl"
@@ -103,17 +107,24 @@ def encode_private_tests(tests: list[dict]) -> str:
     return base64.b64encode(zlib.compress(pickle.dumps(json.dumps(tests)))).decode("ascii")
 
 
-def write_raw(out_dir: str | os.PathLike, overwrite: bool = False) -> dict[Path, int]:
-    """Write the TACO and LiveCodeBench JSONL files into ``out_dir``; returns path → record count.
+def write_raw(
+    out_dir: str | os.PathLike, overwrite: bool = False, path: str | os.PathLike = PROBLEMS_PATH
+) -> dict[Path, int]:
+    """Write the TACO and LiveCodeBench JSONL files of the set at ``path`` into ``out_dir``;
+    returns path → record count. The easy set's files are named ``*_embedded_easy.jsonl``.
 
     Refuses (FileExistsError, nothing written) if either file exists, unless ``overwrite``.
     """
     out_dir = Path(out_dir)
-    targets = {out_dir / TACO_FILE: to_taco_records, out_dir / LCB_FILE: to_lcb_records}
+    suffix = "_easy" if Path(path) == EASY_PROBLEMS_PATH else ""
+    targets = {
+        out_dir / TACO_FILE.replace(".jsonl", f"{suffix}.jsonl"): to_taco_records,
+        out_dir / LCB_FILE.replace(".jsonl", f"{suffix}.jsonl"): to_lcb_records,
+    }
     existing = [str(p) for p in targets if p.exists()]
     if existing and not overwrite:
         raise FileExistsError(f"{', '.join(existing)} already exist(s); pass --overwrite to replace")
-    problems = load_problems()
+    problems = load_problems(path)
     return {
         path: write_jsonl(path, convert(problems), overwrite=overwrite) for path, convert in targets.items()
     }
@@ -174,10 +185,11 @@ def _check_tests(tests, field: str, fail) -> int:
         fail(field, e.problem)
 
 
-def problem_records(ids: list[str] | None = None) -> list[dict]:
+def problem_records(ids: list[str] | None = None, path: str | os.PathLike = PROBLEMS_PATH) -> list[dict]:
     """Problem records of the embedded problems (all, or those in ``ids``), exactly as
-    ``preproc/preproc_lcb_test6.py`` makes them from the LiveCodeBench-shaped rows."""
+    ``preproc/preproc_lcb_test6.py`` makes them from the LiveCodeBench-shaped rows. ``path``: the
+    set (default the embedded set; :data:`EASY_PROBLEMS_PATH` the easy one)."""
     from cobalt.data.livecodebench import convert_record
 
-    chosen = [p for p in load_problems() if ids is None or p["id"] in ids]
+    chosen = [p for p in load_problems(path) if ids is None or p["id"] in ids]
     return [convert_record(raw) for raw in to_lcb_records(chosen)]
