@@ -1,9 +1,12 @@
 """A driver the multi-node tests run as a subprocess in a LocalCluster's environment (the test
 process itself may already be joined to the session's cluster):
 
-    python tests/cluster_driver.py CONFIG   # deploy the evaluator app of CONFIG, answer requests
+    python tests/cluster_driver.py CONFIG     # deploy the evaluator app of CONFIG, answer requests
+    python tests/cluster_driver.py --actors   # where every actor ran, the dead ones included
 
-prints one JSON line: the cluster's live nodes, the node of each evaluator replica, the results."""
+prints one JSON line: the cluster's live nodes, the node of each evaluator replica, the results;
+or the live nodes and each actor's class, state and node (GCS's actor table: Ray's state API
+needs the dashboard, which our heads do not start)."""
 
 from __future__ import annotations
 
@@ -52,5 +55,25 @@ def main(config: str) -> None:
     print(json.dumps(report))
 
 
+def actors() -> None:
+    import ray
+    from ray._private import state
+
+    from cobalt.serve.cluster import connect
+
+    connect(os.environ["RAY_ADDRESS"])
+    report = {
+        "nodes": sorted(n["NodeID"] for n in ray.nodes() if n["Alive"]),
+        "actors": [
+            {"class": a["ActorClassName"], "state": a["State"], "node": a["Address"]["NodeID"]}
+            for a in state.actors().values()
+        ],
+    }
+    print(json.dumps(report))
+
+
 if __name__ == "__main__":
-    main(sys.argv[1])
+    if sys.argv[1] == "--actors":
+        actors()
+    else:
+        main(sys.argv[1])

@@ -11,6 +11,7 @@ uses that cluster's token the way Ray documents it (``RAY_AUTH_TOKEN``, ``RAY_AU
 from __future__ import annotations
 
 import contextlib
+import ipaddress
 import json
 import os
 import secrets
@@ -31,7 +32,8 @@ TOKEN_PATH = "RAY_AUTH_TOKEN_PATH"
 # gRPC servers listening on every interface) unless it believes multi-node clusters are off; that
 # switch (meant for laptops) keeps a private head and everything joining it on loopback, and makes
 # Ray refuse worker nodes, which a private head never has. A process joining such a head needs it
-# too (PrivateRayHead.env); clusters joined by address keep Ray's own behaviour.
+# too (PrivateRayHead.env, and join_env for a loopback address); clusters joined at another address
+# keep Ray's own behaviour.
 SINGLE_NODE_LOOPBACK = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
 
 
@@ -200,13 +202,31 @@ def _write_private_file(path: str, text: str) -> None:
 
 
 def join_env(address: str) -> dict[str, str]:
-    """Variables for joining an existing cluster: its address, and token mode when Ray would find
-    a token (``RAY_AUTH_TOKEN``, ``RAY_AUTH_TOKEN_PATH`` or ``~/.ray/auth_token``) and the user has
-    not chosen a mode. Ray itself never enables token mode for an explicit address."""
+    """Variables for joining an existing cluster: its address, token mode when Ray would find a
+    token (``RAY_AUTH_TOKEN``, ``RAY_AUTH_TOKEN_PATH`` or ``~/.ray/auth_token``) and the user has
+    not chosen a mode (Ray itself never enables token mode for an explicit address), and
+    :data:`SINGLE_NODE_LOOPBACK` for a cluster on loopback (a private head or a
+    :class:`LocalCluster`) unless the user has set that switch: without it ``ray.init`` replaces
+    127.0.0.1 by the machine's address and cannot reach the head."""
     env = {"RAY_ADDRESS": address}
     if AUTH_MODE not in os.environ and _token_available():
         env[AUTH_MODE] = "token"
+    if is_loopback_address(address):
+        env.update({k: v for k, v in SINGLE_NODE_LOOPBACK.items() if k not in os.environ})
     return env
+
+
+def is_loopback_address(address: str) -> bool:
+    """Whether ``address`` (``HOST:PORT``, ``ray://HOST:PORT``, ``[::1]:PORT``) names this machine's
+    loopback interface: ``localhost`` or a 127.0.0.0/8 or ::1 address."""
+    host = address.split("://", 1)[-1].rpartition(":")[0] or address.split("://", 1)[-1]
+    host = host.strip("[]").lower()
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def _token_available() -> bool:
