@@ -12,13 +12,11 @@ multi-node cluster takes); the head is stopped at the end, and only it.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
+from train_fixtures import ENV, demo_data_and_policy, run
 
 pytest.importorskip("verl")
 pytest.importorskip("vllm")
@@ -26,30 +24,6 @@ pytestmark = [pytest.mark.slow, pytest.mark.train]
 
 ROOT = Path(__file__).resolve().parents[1]
 RANKS = 2
-ENV = {
-    "HF_HUB_OFFLINE": "1",
-    "TRANSFORMERS_OFFLINE": "1",
-    "WANDB_MODE": "disabled",
-    "RAY_USAGE_STATS_ENABLED": "0",
-    "RAY_AUTH_MODE": "token",
-}
-
-
-def run(cmd: list[str], log: Path, timeout: int, **env) -> float:
-    started = time.monotonic()
-    with open(log, "w") as out:
-        proc = subprocess.run(
-            cmd,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            cwd=log.parent,
-            timeout=timeout,
-            env={**os.environ, **ENV, **env},
-        )
-    assert proc.returncode == 0, (
-        f"{cmd[:4]} failed ({proc.returncode}); end of {log}:\n" + log.read_text()[-4000:]
-    )
-    return time.monotonic() - started
 
 
 def metrics(path: Path) -> dict[int, dict]:
@@ -92,7 +66,9 @@ def launch(work: Path, address: str, name: str, *overrides: str) -> float:
         f"trainer.rollout_data_dir={work / 'rollouts'}",
         *overrides,
     ]
-    return run(cmd, work / f"{name}.log", timeout=600, VERL_FILE_LOGGER_PATH=str(work / f"{name}.jsonl"))
+    return run(
+        cmd, work / f"{name}.log", timeout=600, env={"VERL_FILE_LOGGER_PATH": str(work / f"{name}.jsonl")}
+    )
 
 
 def rollout_prompts(rollout_dir: Path, step: int) -> list[str]:
@@ -118,28 +94,7 @@ def assert_merged_shards_equal_the_saved_model(actor: Path, out: Path) -> float:
 
 
 def test_grpo_on_cpu_learns_checkpoints_and_resumes(tmp_path, ray_head):
-    timings = {}
-    timings["demo_data"] = run(
-        [sys.executable, "-m", "cobalt.data.demo", "--out", str(tmp_path / "demo"), "--limit", "12"],
-        tmp_path / "demo.log",
-        timeout=300,
-    )
-    timings["warm_up"] = run(
-        [
-            sys.executable,
-            "-m",
-            "cobalt.train.tiny_policy",
-            "warm",
-            "--data",
-            str(tmp_path / "demo/train.parquet"),
-            "--out",
-            str(tmp_path / "policy"),
-            "--max_prompt_tokens",
-            "320",
-        ],
-        tmp_path / "warm.log",
-        timeout=300,
-    )
+    timings = demo_data_and_policy(tmp_path)
 
     # Three steps, of which at least two must learn: with a tiny policy sampled at temperature 1,
     # one step's whole batch can occasionally score the same (e.g. every response malformed).

@@ -16,10 +16,10 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
+from train_fixtures import ENV, demo_data_and_policy, run
 
 pytest.importorskip("verl")
 pytest.importorskip("vllm")
@@ -27,48 +27,13 @@ pytestmark = [pytest.mark.slow, pytest.mark.train]
 
 ROOT = Path(__file__).resolve().parents[1]
 NODES = 2
-ENV = {
-    "HF_HUB_OFFLINE": "1",
-    "TRANSFORMERS_OFFLINE": "1",
-    "WANDB_MODE": "disabled",
-    "RAY_USAGE_STATS_ENABLED": "0",
-    "RAY_AUTH_MODE": "token",
-}
-
-
-def run(cmd: list[str], log: Path, timeout: int, env: dict[str, str] | None = None) -> float:
-    started = time.monotonic()
-    with open(log, "w") as out:
-        proc = subprocess.run(
-            cmd,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            cwd=log.parent,
-            timeout=timeout,
-            env={**os.environ, **ENV, **(env or {})},
-        )
-    assert proc.returncode == 0, (
-        f"{cmd[:4]} failed ({proc.returncode}); end of {log}:\n" + log.read_text()[-4000:]
-    )
-    return time.monotonic() - started
 
 
 @pytest.fixture(scope="module")
 def work(tmp_path_factory) -> Path:
     """Demo bandit data and a warmed-up tiny policy."""
     work = tmp_path_factory.mktemp("multi_node")
-    demo = [sys.executable, "-m", "cobalt.data.demo", "--out", str(work / "demo"), "--limit", "12"]
-    run(demo, work / "demo.log", timeout=300)
-    warm = [
-        sys.executable,
-        "-m",
-        "cobalt.train.tiny_policy",
-        "warm",
-        "--data",
-        str(work / "demo/train.parquet"),
-    ]
-    warm += ["--out", str(work / "policy"), "--max_prompt_tokens", "320"]
-    run(warm, work / "warm.log", timeout=300)
+    demo_data_and_policy(work)
     return work
 
 
