@@ -6,7 +6,8 @@ on them; the base and the trained model are evaluated side by side on held-out p
 
     model export → SFT warm-up (training problems) → single-turn → multi-turn (2 turns)
     → hidden-test evaluation → bandit prompts → veRL parquet → GRPO
-    → multi-turn evaluation (4 turns) of base and trained on held-out problems → report/
+    → multi-turn evaluation (4 turns) of base and trained on held-out problems (and, with
+      ``train_eval_problems``, on that many training problems) → report/
       (cobalt.eval.quickstart_report)
 
 Every stage is one of the project's command lines (run with ``--address`` on one private loopback
@@ -33,7 +34,7 @@ from pathlib import Path
 
 from cobalt.config import from_dict, load_config
 from cobalt.eval.quickstart_report import METRICS_FILE, RunRecord, write_report
-from cobalt.jsonl import write_jsonl
+from cobalt.jsonl import load_jsonl, write_jsonl
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -53,6 +54,7 @@ class QuickstartConfig:
     eval_turns: int = 4
     train_profile: str = "quickstart"
     grpo_steps: int = 2
+    train_eval_problems: int = 0  # the first N training problems, evaluated like the held-out ones
     engine_config: str = "engine"
     ray_num_cpus: int = 8
 
@@ -207,6 +209,25 @@ def split_problems(run: Run) -> tuple[Path, Path]:
     return train, heldout
 
 
+def train_eval_subset(run: Run, train: Path) -> Path | None:
+    """The first ``train_eval_problems`` training problems, on which base and trained are also
+    evaluated: whether the policy learned what it trained on (issue 18), at a fraction of the
+    cost of evaluating every training problem. None when the profile asks for none."""
+    n = run.cfg.train_eval_problems
+    if not n:
+        return None
+    subset = run.root / "data/train_eval_problems.jsonl"
+
+    def write():
+        records = load_jsonl(train)
+        if n > len(records):
+            raise ValueError(f"train_eval_problems: {n}, but the run has {len(records)} training problems")
+        write_jsonl(run.path("data/train_eval_problems.jsonl"), records[:n], overwrite=True)
+
+    run.stage("training problems to evaluate", subset.exists, write)
+    return subset
+
+
 def warm_up(run: Run, base: Path, train: Path) -> Path:
     out = run.root / "models/warm"
     w = run.cfg.warmup
@@ -320,20 +341,27 @@ def deploy(run: Run, label: str, model: Path) -> None:
     run.timed(f"{label}: deploy engine and evaluator", action)
 
 
-def self_debug_base(run: Run, model: Path, train: Path, heldout: Path) -> tuple[Path, Path]:
-    """The training trajectories and the base model's held-out evaluation, side by side on one
-    engine, so the evaluation's few conversations share the engine's decode steps with the
-    trajectories' instead of running alone afterwards (measured on 2 cores: deploy + both 875 s,
-    one after the other 1,056 s)."""
-    cfg = run.cfg
-    chains = {
-        "trajectories": (train, cfg.train_samples, cfg.train_turns),
-        "eval_base": (heldout, cfg.eval_samples, cfg.eval_turns),
-    }
-    if any(needs_generation(run, tag, problems) for tag, (problems, _, _) in chains.items()):
-        deploy(run, "base model", model)
+CHAIN_NAMES = {  # tag: what a self-debugging chain is, in stage names
+    "trajectories": "trajectories",
+    "eval_base": "base evaluation",
+    "eval_base_train": "base on training problems",
+    "eval_trained": "trained evaluation",
+    "eval_trained_train": "trained on training problems",
+}
 
-    def both():
+
+def self_debug_side_by_side(run: Run, label: str, model: Path, chains: dict[str, tuple]) -> dict[str, Path]:
+    """Self-debugging chains (``{tag: (problems, samples, turns)}``) of one model side by side on
+    one engine, so that a chain's few conversations share the engine's decode steps with the
+    others' instead of running alone afterwards (measured on 2 cores: deploy + trajectories and
+    base evaluation 875 s, one after the other 1,056 s). Returns each chain's evaluated file."""
+    if any(needs_generation(run, tag, problems) for tag, (problems, _, _) in chains.items()):
+        deploy(run, label, model)
+    if len(chains) == 1:
+        ((tag, args),) = chains.items()
+        return {tag: self_debug(run, tag, model, *args)}
+
+    def together():
         with ThreadPoolExecutor(len(chains)) as pool:
             futures = [
                 pool.submit(self_debug, run, tag, model, *args, concurrent=True)
@@ -352,8 +380,18 @@ def self_debug_base(run: Run, model: Path, train: Path, heldout: Path) -> tuple[
             for tag, (problems, _, _) in chains.items()
         )
 
-    run.stage("self-debugging: trajectories ∥ base evaluation", done, both)
-    return evaluated(run, "trajectories"), evaluated(run, "eval_base")
+    run.stage("self-debugging: " + " ∥ ".join(CHAIN_NAMES[tag] for tag in chains), done, together)
+    return {tag: evaluated(run, tag) for tag in chains}
+
+
+def evaluation_chains(run: Run, model_tag: str, heldout: Path, train_subset: Path | None) -> dict:
+    """The evaluation chains of one model (``base`` or ``trained``): the held-out problems, and the
+    training subset when the profile has one."""
+    cfg = run.cfg
+    chains = {f"eval_{model_tag}": (heldout, cfg.eval_samples, cfg.eval_turns)}
+    if train_subset is not None:
+        chains[f"eval_{model_tag}_train"] = (train_subset, cfg.eval_samples, cfg.eval_turns)
+    return chains
 
 
 def bandit_data(run: Run, trajectories: Path, tokenizer: Path) -> Path:
@@ -477,6 +515,7 @@ def run_pipeline(run: Run) -> Path:
     started = time.monotonic()
     base = export_model(run)
     train, heldout = split_problems(run)
+    train_subset = train_eval_subset(run, train)
     warm = warm_up(run, base, train)
     from cobalt.train.profile import load_profile
 
@@ -486,14 +525,15 @@ def run_pipeline(run: Run) -> Path:
     with ray_cluster(None, num_cpus=num_cpus, num_gpus=int(ray_needs.get("num_gpus", 0)), log=log) as address:
         run.address = address
         connect(address)
-        trajectories, base_eval = self_debug_base(run, warm, train, heldout)
-        parquet_dir = bandit_data(run, trajectories, warm)
+        cfg = run.cfg
+        base_chains = {"trajectories": (train, cfg.train_samples, cfg.train_turns),
+                       **evaluation_chains(run, "base", heldout, train_subset)}  # fmt: skip
+        base_evals = self_debug_side_by_side(run, "base model", warm, base_chains)
+        parquet_dir = bandit_data(run, base_evals["trajectories"], warm)
         stop_engine(run)
         trained = grpo(run, parquet_dir, warm)
-        if needs_generation(run, "eval_trained", heldout):
-            deploy(run, "trained model", trained)
-        trained_eval = self_debug(
-            run, "eval_trained", trained, heldout, run.cfg.eval_samples, run.cfg.eval_turns
+        trained_evals = self_debug_side_by_side(
+            run, "trained model", trained, evaluation_chains(run, "trained", heldout, train_subset)
         )
         stop_engine(run)
         import ray
@@ -502,12 +542,15 @@ def run_pipeline(run: Run) -> Path:
     files = {
         "train": train,
         "heldout": heldout,
-        "trajectories": trajectories,
+        "trajectories": base_evals["trajectories"],
         "bandit": run.root / "data/bandit_train.jsonl",
         "parquet": parquet_dir,
-        "base_eval": base_eval,
-        "trained_eval": trained_eval,
+        "base_eval": base_evals["eval_base"],
+        "trained_eval": trained_evals["eval_trained"],
     }
+    if train_subset is not None:
+        files |= {"base_train_eval": base_evals["eval_base_train"],
+                  "trained_train_eval": trained_evals["eval_trained_train"]}  # fmt: skip
     record = RunRecord(run.root, run.profile, dataclasses.asdict(run.cfg), run.state, files,
                        time.monotonic() - started)  # fmt: skip
     return write_report(record)

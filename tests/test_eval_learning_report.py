@@ -188,7 +188,7 @@ def test_quickstart_report_has_the_figures_the_tables_and_a_computed_verdict(tmp
     assert report["grpo"][1]["groups_with_spread"] == 0.5 and report["grpo"][1]["truncated_fraction"] == 0.5
     assert report["counts"]["train_rows"] == 2 and report["counts"]["trajectories_with_spread"] == 1
     assert report["stages_total_s"] == 100.0 and report["concurrent_stages"] == ["eval"]
-    assert f"**Verdict.** {report['comparison']['verdict']}" in md
+    assert f"**Verdict.** {report['heldout']['comparison']['verdict']}" in md
     assert "over 2 problems — turn 0: no significant change (+50.0 points" in md
     assert "| 1 | +50.0 points, 95% CI" in md and "| **all stages** | 100 |" in md
     assert "| step | reward mean | pass rate mean | groups with reward spread | truncated |" in md
@@ -206,3 +206,28 @@ def test_the_step_table_shows_the_columns_some_step_has():
         "| 2 | -0.5 | 1e-05 |",
     ]
     assert step_table([{"step": 1, "reward_mean": -1.0, "ppo_kl": None}])[0] == "| step | reward mean |"
+
+
+def test_a_run_that_evaluated_training_problems_reports_them_beside_the_held_out_ones(tmp_path):
+    run = quickstart_run_dir(tmp_path)
+    base = evaluated_file(tmp_path / "base_train.jsonl", {"a": [[0.0, 0.0]], "b": [[1.0, 1.0]]})
+    trained = evaluated_file(tmp_path / "trained_train.jsonl", {"a": [[1.0, 1.0]], "b": [[1.0, 1.0]]})
+    run.files.update(base_train_eval=base, trained_train_eval=trained)
+    md = write_report(run).read_text()
+    report = json.loads((tmp_path / "report/report.json").read_text())
+    train = report["training_problems"]
+    assert (
+        train["pass_at_1"]["base"]["pass_at_1"][0] == 50.0
+        and train["pass_at_1"]["trained"]["pass_at_1"][0] == 100.0
+    )
+    assert train["comparison"]["verdict"].startswith("Trained vs base, training Pass@1 over 2 problems")
+    assert report["heldout"]["comparison"]["verdict"].startswith("Trained vs base, held-out Pass@1")
+    assert f"**On training problems.** {train['comparison']['verdict']}" in md
+    assert "## Pass@1 per turn on training problems (hidden tests)" in md
+    assert (tmp_path / "report/pass_at_1_train.png").read_bytes()[
+        :4
+    ] == PNG and "](pass_at_1_train.png)" in md
+    # a run without them has neither the section nor the figure
+    plain = quickstart_run_dir(tmp_path / "plain")
+    assert "on training problems" not in write_report(plain).read_text().lower()
+    assert not (tmp_path / "plain/report/pass_at_1_train.png").exists()

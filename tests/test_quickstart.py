@@ -62,14 +62,14 @@ def test_quickstart_ci_profile_end_to_end(tmp_path):
     warm = json.loads((run_dir / "models/warm/warm_up.json").read_text())
     assert set(warm["problems"]) == train_ids  # the warm-up never saw a held-out problem
     for model in ("base", "trained"):
-        curve = report["pass_at_1"][model]["pass_at_1"]
+        curve = report["heldout"]["pass_at_1"][model]["pass_at_1"]
         assert len(curve) == 1 + cfg["eval_turns"] and all(0 <= v <= 100 for v in curve)
-        assert report["pass_at_1"][model]["problems"] == cfg["heldout_problems"]
+        assert report["heldout"]["pass_at_1"][model]["problems"] == cfg["heldout_problems"]
     steps = report["grpo"]
     assert [s["step"] for s in steps] == list(range(1, cfg["grpo_steps"] + 1))
     assert all(s["reward_mean"] is not None and 0 <= s["groups_with_spread"] <= 1 for s in steps)
     assert all(s["response_length_mean"] > 0 and 0 <= s["truncated_fraction"] <= 1 for s in steps)
-    comparison = report["comparison"]
+    comparison = report["heldout"]["comparison"]
     assert comparison["problems"] == cfg["heldout_problems"] and len(comparison["difference"]) == len(curve)
     md = (run_dir / "report/report.md").read_text()
     assert f"| bandit prompts | {counts['bandit_prompts']} |" in md and "![Pass@1 per turn]" in md

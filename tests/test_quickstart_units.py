@@ -91,3 +91,55 @@ def test_the_learn_profile_trains_longer_and_evaluates_with_four_feedback_turns(
     learn, default = load_config("learn"), load_config("quickstart")
     assert learn["problems"] == "embedded_easy" and learn["grpo_steps"] >= 10 * default["grpo_steps"]
     assert learn["eval_turns"] >= 4 and learn["eval_samples"] * learn["heldout_problems"] >= 60
+
+
+def test_the_learn_profile_evaluates_a_subset_of_its_training_problems(tmp_path):
+    import dataclasses
+
+    from cobalt.config import from_dict, load_config
+    from cobalt.jsonl import load_jsonl
+    from cobalt.quickstart import QuickstartConfig, Run, split_problems, train_eval_subset
+
+    cfg = from_dict(QuickstartConfig, load_config("learn"), source="configs/learn")
+    run = Run(tmp_path, cfg, "learn")
+    train, _ = split_problems(run)
+    subset = train_eval_subset(run, train)
+    expected = load_jsonl(train)[: cfg.train_eval_problems]
+    assert 0 < cfg.train_eval_problems < cfg.train_problems and load_jsonl(subset) == expected
+    assert train_eval_subset(Run(tmp_path / "none", QuickstartConfig(), "quickstart"), train) is None
+    too_many = dataclasses.replace(cfg, train_eval_problems=cfg.train_problems + 1)
+    with pytest.raises(ValueError, match="train_eval_problems: 41, but the run has 40 training problems"):
+        train_eval_subset(Run(tmp_path / "more", too_many, "learn"), train)
+
+
+def test_one_models_chains_run_side_by_side_in_one_block_after_one_deploy(tmp_path, monkeypatch):
+    """The orchestration only: which chains run, in one block, on one deploy (the chains' commands
+    themselves are exercised by tests/test_quickstart.py)."""
+    from cobalt import quickstart
+
+    problems = tmp_path / "p.jsonl"
+    problems.write_text('{"id": 1}\n{"id": 2}\n')
+    calls = []
+
+    def fake_chain(run, tag, model, problems, samples, turns, concurrent=False):
+        calls.append((tag, samples, turns, concurrent))
+        for name in ("single", "multi", "eval"):  # one line per problem, as the real chain's
+            run.path(f"{tag}/{name}.jsonl").write_text(problems.read_text())
+
+    monkeypatch.setattr(quickstart, "self_debug", fake_chain)
+    monkeypatch.setattr(quickstart, "deploy", lambda run, label, model: calls.append(("deploy", label)))
+    run = quickstart.Run(tmp_path, quickstart.QuickstartConfig(eval_samples=3, eval_turns=5), "test")
+    chains = quickstart.evaluation_chains(run, "trained", problems, problems)
+    out = quickstart.self_debug_side_by_side(run, "trained model", tmp_path / "m", chains)
+    assert calls[0] == ("deploy", "trained model")
+    assert sorted(calls[1:]) == [("eval_trained", 3, 5, True), ("eval_trained_train", 3, 5, True)]
+    assert out == {tag: quickstart.evaluated(run, tag) for tag in ("eval_trained", "eval_trained_train")}
+    assert "self-debugging: trained evaluation ∥ trained on training problems" in run.state
+    # complete: a second call neither deploys nor runs a chain
+    calls.clear()
+    quickstart.self_debug_side_by_side(run, "trained model", tmp_path / "m", chains)
+    assert calls == []
+    # one chain (the default profile's trained evaluation) runs on its own, not in a block
+    alone = quickstart.evaluation_chains(run, "base", problems, None)
+    quickstart.self_debug_side_by_side(run, "base model", tmp_path / "m", alone)
+    assert calls == [("deploy", "base model"), ("eval_base", 3, 5, False)]

@@ -1,4 +1,4 @@
-"""Base vs trained on the same held-out problems: Pass@1 per turn with 95% bootstrap intervals
+"""Base vs trained on the same problems (held-out, or training problems): Pass@1 per turn with 95% bootstrap intervals
 over problems, the paired difference (trained − base) with its interval and p-value, a verdict,
 and one figure of both."""
 
@@ -34,19 +34,22 @@ def column(rows: list[list[float]], turn: int) -> list[float]:
     return [row[turn] for row in rows]
 
 
-def compare(base_file: str | Path, trained_file: str | Path, seed: int = 0) -> dict:
+def compare(
+    base_file: str | Path, trained_file: str | Path, seed: int = 0, problem_set: str = "held-out"
+) -> dict:
     """Intervals per turn for each model, paired differences per turn, and the verdict (at turn 0
-    and at the last turn)."""
+    and at the last turn); ``problem_set`` names the problems in the verdict and the figure."""
     ids, base, trained = paired_rows(pass_at_1_by_problem(base_file), pass_at_1_by_problem(trained_file))
     turns = range(len(base[0]))
     differences = [paired_difference(column(base, t), column(trained, t), seed) for t in turns]
     ends = sorted({0, len(differences) - 1})
     return {
+        "problem_set": problem_set,
         "problems": len(ids),
         "base": [bootstrap_interval(column(base, t), seed=seed) for t in turns],
         "trained": [bootstrap_interval(column(trained, t), seed=seed) for t in turns],
         "difference": differences,
-        "verdict": verdict({t: differences[t] for t in ends}),
+        "verdict": verdict({t: differences[t] for t in ends}, problem_set=problem_set),
     }
 
 
@@ -62,7 +65,9 @@ def _draw_models(ax, comparison: dict) -> None:
     ax.set_ylim(-0.04 * top, top)  # a 0 % curve stays visible above the axis
     ax.set_yticks([tick for tick in ax.get_yticks() if 0 <= tick <= top])
     ax.set_ylabel("Pass@1 (%)")
-    ax.set_title(f"Held-out Pass@1 per turn ({comparison['problems']} problems)")
+    ax.set_title(
+        f"{comparison['problem_set'].capitalize()} Pass@1 per turn ({comparison['problems']} problems)"
+    )
 
 
 def _draw_difference(ax, comparison: dict) -> None:

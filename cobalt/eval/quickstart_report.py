@@ -1,7 +1,8 @@
 """The quickstart's ``report/``: ``report.md`` with its figures beside it, and ``report.json``.
 
 Held-out Pass@1 per turn of base and trained with 95% intervals, their paired difference and a
-verdict computed from it (:mod:`cobalt.eval.comparison`); the training curves and health signals
+verdict computed from it (:mod:`cobalt.eval.comparison`), and the same on training problems when
+the run evaluated some (did the policy learn what it trained on?); the training curves and health signals
 of GRPO from veRL's metrics file (:mod:`cobalt.eval.training_curves`); counts per stage, stage
 times and the exact command of every stage. Everything is read from the run directory's files
 and the run's stage record; nothing here runs a stage.
@@ -89,11 +90,34 @@ def stage_times(state: dict) -> dict:
     }
 
 
+EVALUATIONS = {  # report.json's key: (base file, trained file, problem set, figure)
+    "heldout": ("base_eval", "trained_eval", "held-out", "pass_at_1.png"),
+    "training_problems": ("base_train_eval", "trained_train_eval", "training", "pass_at_1_train.png"),
+}
+
+
+def evaluations(run: RunRecord) -> dict:
+    """Base vs trained on each problem set the run evaluated (training problems only when the
+    profile asked for them), each with its figure drawn into ``report/``."""
+    out = {}
+    for key, (base, trained, problem_set, figure) in EVALUATIONS.items():
+        if base not in run.files:
+            continue
+        base_file, trained_file = run.files[base], run.files[trained]
+        comparison = compare(base_file, trained_file, seed=run.config.get("seed", 0), problem_set=problem_set)
+        plot_comparison(comparison, run.root / "report" / figure)
+        out[key] = {
+            "figure": figure,
+            "pass_at_1": {"base": summarize(str(base_file)), "trained": summarize(str(trained_file))},
+            "comparison": jsonable(comparison),
+        }
+    return out
+
+
 def build(run: RunRecord) -> dict:
     """report.json's content; draws the figures into ``report/``."""
     files, out = run.files, run.root / "report"
-    comparison = compare(files["base_eval"], files["trained_eval"], seed=run.config.get("seed", 0))
-    plot_comparison(comparison, out / "pass_at_1.png")
+    evaluated = evaluations(run)
     metrics = run.root / METRICS_FILE
     steps = grpo_steps(metrics)
     if steps:
@@ -104,11 +128,7 @@ def build(run: RunRecord) -> dict:
         "counts": counts(files),
         "grpo": steps,
         "training_figure": bool(steps),
-        "pass_at_1": {
-            "base": summarize(str(files["base_eval"])),
-            "trained": summarize(str(files["trained_eval"])),
-        },
-        "comparison": jsonable(comparison),
+        **evaluated,
         **stage_times(run.state),
         "commands": run.state.get("commands", {}),
         "seconds": round(run.seconds, 1),
@@ -127,11 +147,15 @@ def write_report(run: RunRecord) -> Path:
     report = build(run)
     (run.root / "report/report.json").write_text(json.dumps(report, indent=1))
     warm = json.loads((run.root / "models/warm/warm_up.json").read_text())
-    sections = (header(run, report, warm), heldout(report), training(report), counts_table(report),
+    passes = [pass_at_1_section(report[key]) for key in EVALUATIONS if key in report]
+    sections = (header(run, report, warm), *passes, training(report), counts_table(report),
                 times_table(report), commands(report))  # fmt: skip
     path = run.root / "report/report.md"
     path.write_text("\n".join(line for section in sections for line in section))
     return path
+
+
+VERDICTS = {"heldout": "Verdict.", "training_problems": "On training problems."}
 
 
 def header(run: RunRecord, report: dict, warm: dict) -> list[str]:
@@ -144,22 +168,26 @@ def header(run: RunRecord, report: dict, warm: dict) -> list[str]:
         f"{warm['first_loss']} → {warm['last_loss']}). The warm-up is part of the base model: both curves "
         f"start from it. Held-out problems ({c['heldout_problems']}) were never used for warm-up or training.",
         "",
-        f"**Verdict.** {report['comparison']['verdict']}",
-        "",
+        *[
+            f"**{title}** {report[key]['comparison']['verdict']}\n"
+            for key, title in VERDICTS.items()
+            if key in report
+        ],
     ]
 
 
-def heldout(report: dict) -> list[str]:
-    diffs = report["comparison"]["difference"]
+def pass_at_1_section(evaluation: dict) -> list[str]:
+    comparison = evaluation["comparison"]
+    diffs = comparison["difference"]
     return [
-        "## Pass@1 per turn on held-out problems (hidden tests)",
+        f"## Pass@1 per turn on {comparison['problem_set']} problems (hidden tests)",
         "",
-        "![Pass@1 per turn](pass_at_1.png)",
+        f"![Pass@1 per turn]({evaluation['figure']})",
         "",
         "Bands and error bars: 95% bootstrap intervals over problems (seeded); p: two-sided paired "
         "sign-flip test over problems (exact up to 16 problems).",
         "",
-        markdown_table(report["pass_at_1"]),
+        markdown_table(evaluation["pass_at_1"]),
         "| turn | trained − base (points, 95% CI, p) |",
         "|---|---|",
         *[f"| {t} | {describe(PairedDifference(**d))} |" for t, d in enumerate(diffs)],

@@ -97,11 +97,11 @@ def describe(difference: PairedDifference, unit: str = "points") -> str:
     return f"{d.mean:+.1f} {unit}, 95% CI {d.low:+.1f} to {d.high:+.1f}, p = {format_p(d.p_value)}"
 
 
-def verdict(by_turn: dict[int, PairedDifference], alpha: float = ALPHA) -> str:
+def verdict(by_turn: dict[int, PairedDifference], alpha: float = ALPHA, problem_set: str = "held-out") -> str:
     """One line: the outcome at each given turn with its numbers, computed from them."""
     problems = next(iter(by_turn.values())).problems
     parts = [f"turn {turn}: {outcome(d, alpha)} ({describe(d)})" for turn, d in by_turn.items()]
-    line = f"Trained vs base, held-out Pass@1 over {problems} problems — " + "; ".join(parts) + "."
+    line = f"Trained vs base, {problem_set} Pass@1 over {problems} problems — " + "; ".join(parts) + "."
     if smallest_p_value(problems) >= alpha:
         line += f" With {problems} problems no difference can reach p < {alpha:g}."
     return line
