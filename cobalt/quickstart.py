@@ -35,6 +35,7 @@ from pathlib import Path
 from cobalt.config import from_dict, load_config
 from cobalt.eval.quickstart_report import METRICS_FILE, RunRecord, write_report
 from cobalt.jsonl import load_jsonl, write_jsonl
+from cobalt.serve.cluster import die_with_this_thread
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -134,7 +135,7 @@ class Run:
         log(f"  $ {printable}")
         with open(log_path, "a") as out:
             proc = subprocess.Popen(
-                [str(a) for a in args],
+                [*die_with_this_thread(), *(str(a) for a in args)],
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 env={**os.environ, **(env or {})},

@@ -227,3 +227,35 @@ def test_setup_installed_the_heavy_packages_with_their_bytecode(package):
 
     origin = importlib.util.find_spec(package).origin
     assert Path(importlib.util.cache_from_source(origin)).is_file(), f"{package}: no bytecode beside {origin}"
+
+
+def test_a_connected_driver_still_stops_gracefully_on_sigterm(tmp_path):
+    """Regression: ``ray.init`` replaced the driver's SIGTERM handler by Ray's crash handler, so
+    the quickstart, asked to stop, aborted (exit 134) without stopping its commands: an orphaned
+    run_multi_turn.py went on retrying against the Ray head that had died with it."""
+    home = tmp_path / "home"
+    home.mkdir()
+    script = textwrap.dedent(
+        """
+        import os, signal
+        from cobalt.serve.cluster import connect, ray_cluster
+
+        def interrupt(signum, frame):
+            raise KeyboardInterrupt(f"signal {signum}")
+
+        signal.signal(signal.SIGTERM, interrupt)
+        with ray_cluster(None, num_cpus=1) as address:
+            connect(address)
+            try:
+                os.kill(os.getpid(), signal.SIGTERM)
+                print("NOT INTERRUPTED")
+            except KeyboardInterrupt:
+                print("STOPPED GRACEFULLY")
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], env=fresh_env(home), capture_output=True, text=True, timeout=180
+    )
+    assert done.returncode == 0 and "STOPPED GRACEFULLY" in done.stdout, (
+        done.stdout[-2000:] + done.stderr[-3000:]
+    )

@@ -71,6 +71,26 @@ def test_an_interrupted_stage_asks_its_command_to_stop_instead_of_killing_it(tmp
     assert marker.read_text() == "stopped cleanly"
 
 
+def test_a_command_stops_when_the_quickstart_is_killed(tmp_path):
+    """Regression: a quickstart that died without stopping its commands (aborted by Ray's SIGTERM
+    handler, or killed) left them running, orphaned, against a Ray head that had died with it."""
+    import subprocess
+    import sys
+    import time
+
+    marker = tmp_path / "child.txt"
+    driver = subprocess.Popen([sys.executable, "-c", DRIVER, CHILD, str(marker), str(tmp_path / "run")])
+    deadline = time.monotonic() + 60
+    while not (marker.exists() and marker.read_text() == "ready"):
+        assert time.monotonic() < deadline and driver.poll() is None, "the command never started"
+        time.sleep(0.1)
+    driver.kill()  # no chance to stop anything itself
+    driver.wait(timeout=60)
+    while marker.read_text() != "stopped cleanly":
+        assert time.monotonic() < deadline + 30, "the command outlived the quickstart"
+        time.sleep(0.1)
+
+
 @pytest.mark.parametrize("profile", ["quickstart", "quickstart_ci", "learn"])
 def test_every_quickstart_profile_loads_and_dry_runs(profile, capsys):
     """``--dry-run`` resolves a profile (its extends chain and its GRPO profile) and runs nothing."""

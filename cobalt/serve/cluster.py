@@ -21,6 +21,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -80,7 +81,7 @@ class PrivateRayHead:
         _write_private_file(self.token_path, secrets.token_hex(32))
         self.port = free_port()
         self.address = f"127.0.0.1:{self.port}"
-        cmd = ([] if detach else _die_with_this_thread()) + [
+        cmd = ([] if detach else die_with_this_thread()) + [
             str(Path(sys.executable).with_name("ray")),
             "start",
             "--head",
@@ -188,9 +189,10 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def _die_with_this_thread() -> list[str]:
-    """A prefix that sends the head SIGTERM (``ray start --block`` then stops its cluster) when the
-    thread that started it dies, even by SIGKILL: a head never outlives its owner."""
+def die_with_this_thread() -> list[str]:
+    """A command prefix that sends the command SIGTERM when the thread that started it dies, even
+    by SIGKILL: a Ray head (``ray start --block`` then stops its cluster) or a stage's command
+    never outlives its owner."""
     setpriv = shutil.which("setpriv")  # util-linux
     return [setpriv, "--pdeathsig", "TERM"] if setpriv else []
 
@@ -306,7 +308,23 @@ def connect(address: str) -> None:
         return
     check_reachable(address)
     _reload_ray_settings()
-    ray.init(address=address, log_to_driver=False)
+    with sigterm_kept():
+        ray.init(address=address, log_to_driver=False)
+
+
+@contextlib.contextmanager
+def sigterm_kept() -> Iterator[None]:
+    """Keep this process's SIGTERM handling across ``ray.init``: Ray's core worker installs a
+    crash handler that prints a stack and aborts on SIGTERM, so a driver that stops gracefully
+    (the quickstart stops its commands and its Ray head) was aborted instead, orphaning them."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # only the main thread may set handlers (and Python delivers signals there)
+        return
+    handler = signal.getsignal(signal.SIGTERM)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, handler if handler is not None else signal.SIG_DFL)
 
 
 def _reload_ray_settings() -> None:
@@ -381,7 +399,7 @@ class LocalCluster:
 
     def _start_worker(self, index: int) -> subprocess.Popen:
         os.makedirs(self.node_dir(index))
-        cmd = ([] if self.detach else _die_with_this_thread()) + [
+        cmd = ([] if self.detach else die_with_this_thread()) + [
             sys.executable,
             "-c",
             _WORKER_NODE,
