@@ -143,6 +143,24 @@ def test_cli_exit_status_report_and_json(tmp_path, capsys):
     assert main([str(good), "--window", "5"]) == 2
 
 
+def test_the_sign_flipped_estimator_is_grpos_advantage_negated():
+    """tests/broken_advantage.py (the second breakage the check was run against)."""
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("verl")
+    import numpy as np
+
+    sys.path.insert(0, str(ROOT / "tests"))
+    import broken_advantage  # noqa: F401  (registers grpo_sign_flipped)
+    from verl.trainer.ppo.core_algos import compute_grpo_outcome_advantage, get_adv_estimator_fn
+
+    rewards = torch.zeros(4, 3)
+    rewards[:, -1] = torch.tensor([1.0, 0.0, 0.5, -1.0])
+    mask, index = torch.ones(4, 3), np.array(["a", "a", "b", "b"])
+    flipped, _ = get_adv_estimator_fn("grpo_sign_flipped")(rewards, mask, index=index, config=None)
+    true, _ = compute_grpo_outcome_advantage(rewards, mask, index)
+    assert torch.equal(flipped, -true) and true[0, 0] > 0  # the better response of each group loses
+
+
 def test_cli_help():
     out = subprocess.run(
         [sys.executable, "-m", "cobalt.train.learning_check", "--help"], capture_output=True, text=True

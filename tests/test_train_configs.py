@@ -164,6 +164,17 @@ def test_override_formatting_and_lookup():
     assert "+ray_kwargs.ray_init.runtime_env.env_vars.TOKENIZERS_PARALLELISM='false'" in overrides
 
 
+def test_the_shells_own_verl_plugins_are_added_to_the_profiles():
+    from cobalt.train.profile import PLUGIN_MODULES, with_shell_plugins
+
+    profile = load_profile("cpu_smoke")
+    own = profile.env[PLUGIN_MODULES]
+    shell = {PLUGIN_MODULES: f"my_estimators, {own}"}
+    assert with_shell_plugins(profile, shell).env[PLUGIN_MODULES] == f"{own},my_estimators"
+    assert with_shell_plugins(profile, {}).env == profile.env  # nothing of the shell's: unchanged
+    assert profile.env[PLUGIN_MODULES] == own  # the loaded profile itself is left alone
+
+
 def test_unknown_profile_keys_are_rejected(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text("overides: {}\n")

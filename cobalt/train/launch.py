@@ -22,7 +22,14 @@ from pathlib import Path
 
 from cobalt.serve.cluster import ray_cluster
 from cobalt.train import rehearsal
-from cobalt.train.profile import Profile, hydra_overrides, load_profile, override_value, world_size
+from cobalt.train.profile import (
+    Profile,
+    hydra_overrides,
+    load_profile,
+    override_value,
+    with_shell_plugins,
+    world_size,
+)
 
 # --------------------------------------------------------------------------------------------------
 # Preparation of demo data and small policies
@@ -97,6 +104,7 @@ def run(
         staged = rehearsal.plan(profile, extra)
         rehearsal.describe(staged, _log)
         profile = staged.profile
+    profile = with_shell_plugins(profile, os.environ)
     os.environ.update({k: str(v) for k, v in profile.env.items()})
     joined = bool(address)
     overrides = hydra_overrides(profile, logger, extra, forward_env=joined)

@@ -39,6 +39,19 @@ class Profile:
     overrides: dict = dataclasses.field(default_factory=dict)
 
 
+PLUGIN_MODULES = "VERL_USE_EXTERNAL_MODULES"  # veRL imports these in every process that imports it
+
+
+def with_shell_plugins(profile: Profile, environ: dict[str, str]) -> Profile:
+    """The profile with the launching shell's own veRL plugin modules added after its own (e.g. a
+    registered advantage estimator): the profile's ``env`` would otherwise replace them."""
+    own, shell = profile.env.get(PLUGIN_MODULES, ""), environ.get(PLUGIN_MODULES, "")
+    if not own or not shell:
+        return profile
+    modules = dict.fromkeys(m.strip() for m in f"{own},{shell}".split(",") if m.strip())
+    return dataclasses.replace(profile, env={**profile.env, PLUGIN_MODULES: ",".join(modules)})
+
+
 def load_profile(name: str) -> Profile:
     """``configs/train/<name>.yaml`` (or a path) with its ``extends`` chain merged."""
     path = Path(name) if name.endswith((".yaml", ".yml")) else config_dir() / "train" / f"{name}.yaml"
