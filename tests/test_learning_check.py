@@ -11,7 +11,8 @@ Per-step means scatter by 0.06-0.08 around their trend, the step-0 validation of
 by sd ~0.065 from run to run; the margins (0.10 and 0.10, cobalt/train/learning_check.py) sit about
 1.5 sd of that noise above zero. With the rewards
 shifted to the wrong responses (the broken twin below): -0.106 / -0.068 (gain +0.037),
-validation 0.185 -> 0.145 (-0.040): exit 1.
+validation 0.185 -> 0.145 (-0.040): exit 1. With GRPO's advantages negated
+(tests/broken_advantage.py, run once, not a test): -0.094 / -0.990, validation 0.222 -> -1.000: exit 1.
 """
 
 from __future__ import annotations
