@@ -217,13 +217,13 @@ def train_eval_subset(run: Run, train: Path) -> Path | None:
     n = run.cfg.train_eval_problems
     if not n:
         return None
-    subset = run.root / "data/train_eval_problems.jsonl"
+    subset = run.path("data/train_eval_problems.jsonl")
 
     def write():
         records = load_jsonl(train)
         if n > len(records):
             raise ValueError(f"train_eval_problems: {n}, but the run has {len(records)} training problems")
-        write_jsonl(run.path("data/train_eval_problems.jsonl"), records[:n], overwrite=True)
+        write_jsonl(subset, records[:n], overwrite=True)
 
     run.stage("training problems to evaluate", subset.exists, write)
     return subset

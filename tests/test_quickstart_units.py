@@ -52,10 +52,8 @@ Run(Path(sys.argv[3]), QuickstartConfig(), "test").command("child", [sys.executa
 """
 
 
-def test_an_interrupted_stage_asks_its_command_to_stop_instead_of_killing_it(tmp_path):
-    """A command killed at once cannot stop its own children (the launcher's veRL trainer was left
-    running after an interrupted quickstart): the command gets SIGTERM and time to clean up."""
-    import signal
+def quickstart_running_a_command(tmp_path):
+    """A quickstart (DRIVER) whose stage command (CHILD) has started; its marker file."""
     import subprocess
     import sys
     import time
@@ -66,6 +64,15 @@ def test_an_interrupted_stage_asks_its_command_to_stop_instead_of_killing_it(tmp
     while not (marker.exists() and marker.read_text() == "ready"):
         assert time.monotonic() < deadline and driver.poll() is None, "the command never started"
         time.sleep(0.1)
+    return driver, marker
+
+
+def test_an_interrupted_stage_asks_its_command_to_stop_instead_of_killing_it(tmp_path):
+    """A command killed at once cannot stop its own children (the launcher's veRL trainer was left
+    running after an interrupted quickstart): the command gets SIGTERM and time to clean up."""
+    import signal
+
+    driver, marker = quickstart_running_a_command(tmp_path)
     driver.send_signal(signal.SIGTERM)
     assert driver.wait(timeout=60) != 0  # the interrupt still ends the quickstart
     assert marker.read_text() == "stopped cleanly"
@@ -74,20 +81,14 @@ def test_an_interrupted_stage_asks_its_command_to_stop_instead_of_killing_it(tmp
 def test_a_command_stops_when_the_quickstart_is_killed(tmp_path):
     """Regression: a quickstart that died without stopping its commands (aborted by Ray's SIGTERM
     handler, or killed) left them running, orphaned, against a Ray head that had died with it."""
-    import subprocess
-    import sys
     import time
 
-    marker = tmp_path / "child.txt"
-    driver = subprocess.Popen([sys.executable, "-c", DRIVER, CHILD, str(marker), str(tmp_path / "run")])
-    deadline = time.monotonic() + 60
-    while not (marker.exists() and marker.read_text() == "ready"):
-        assert time.monotonic() < deadline and driver.poll() is None, "the command never started"
-        time.sleep(0.1)
+    driver, marker = quickstart_running_a_command(tmp_path)
     driver.kill()  # no chance to stop anything itself
     driver.wait(timeout=60)
+    deadline = time.monotonic() + 30
     while marker.read_text() != "stopped cleanly":
-        assert time.monotonic() < deadline + 30, "the command outlived the quickstart"
+        assert time.monotonic() < deadline, "the command outlived the quickstart"
         time.sleep(0.1)
 
 
