@@ -3,6 +3,7 @@ process itself may already be joined to the session's cluster):
 
     python tests/cluster_driver.py CONFIG     # deploy the evaluator app of CONFIG, answer requests
     python tests/cluster_driver.py --actors   # where every actor ran, the dead ones included
+    python tests/cluster_driver.py --replicas APP   # the node of each live replica of Serve app APP
 
 prints one JSON line: the cluster's live nodes, the node of each evaluator replica, the results;
 or the live nodes and each actor's class, state and node (GCS's actor table: Ray's state API
@@ -72,8 +73,20 @@ def actors() -> None:
     print(json.dumps(report))
 
 
+def replicas(app_name: str) -> None:
+    import ray
+
+    from cobalt.serve.cluster import connect
+
+    connect(os.environ["RAY_ADDRESS"])
+    nodes = sorted(n["NodeID"] for n in ray.nodes() if n["Alive"])
+    print(json.dumps({"nodes": nodes, "replicas": replica_nodes(app_name)}))
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "--actors":
         actors()
+    elif sys.argv[1] == "--replicas":
+        replicas(sys.argv[2])
     else:
         main(sys.argv[1])

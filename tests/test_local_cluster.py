@@ -5,6 +5,7 @@ problem and duplicates none."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -97,13 +98,21 @@ def test_a_two_node_cluster_serves_the_evaluator_from_both_nodes_and_stops_clean
     assert again.returncode == 1 and "no cluster started by" in again.stderr
 
 
+@contextlib.contextmanager
+def two_node_cluster(num_cpus: int):
+    cluster = LocalCluster(2, num_cpus=num_cpus, num_gpus=1)
+    cluster.start()
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+    assert not processes_of(cluster.temp_dir) and not os.path.exists(cluster.temp_dir)
+
+
 @pytest.fixture
 def two_nodes():
-    cluster = LocalCluster(2, num_cpus=2, num_gpus=1)
-    cluster.start()
-    yield cluster
-    cluster.stop()
-    assert not processes_of(cluster.temp_dir) and not os.path.exists(cluster.temp_dir)
+    with two_node_cluster(num_cpus=2) as cluster:
+        yield cluster
 
 
 def lines(path: Path) -> list[str]:
@@ -202,3 +211,60 @@ def wait_for(condition, timeout_s: float) -> bool:
             return True
         time.sleep(1)
     return False
+
+
+def engine_config(path: Path, app_name: str) -> Path:
+    """configs/engine.yaml with two replicas under its own app name. Each replica reserves 2 CPUs
+    (Ray Serve LLM's CPU bundle: 1 for the replica actor, 1 per tensor-parallel worker) and the
+    app's OpenAI ingress 1: on nodes of 3 CPUs, two replicas never fit on one node."""
+    config = yaml.safe_load((ROOT / "configs/engine.yaml").read_text())
+    config.update(app_name=app_name)
+    config["llm"]["deployment_config"]["num_replicas"] = 2
+    config["llm"]["runtime_env"]["env_vars"]["VLLM_CPU_KVCACHE_SPACE"] = "1"  # two engines beside CI's
+    config["llm"]["engine_kwargs"]["enable_log_requests"] = True  # "Added request ..." in its log
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+def requests_per_node(cluster: LocalCluster) -> list[int]:
+    """Requests the vLLM engines of each node took: the "Added request" lines in its worker logs."""
+    node_dirs = [cluster.temp_dir, *(cluster.node_dir(i) for i in range(1, cluster.nodes))]
+    return [
+        sum(log.read_text(errors="replace").count("Added request") for log in logs)
+        for logs in (Path(d, "session_latest/logs").glob("worker-*") for d in node_dirs)
+    ]
+
+
+def test_c_the_engine_serves_the_inference_commands_from_replicas_on_both_nodes(tmp_path):
+    with two_node_cluster(num_cpus=3) as two_nodes:
+        engine_replicas_on_both_nodes_answer(two_nodes, tmp_path)
+
+
+def engine_replicas_on_both_nodes_answer(two_nodes: LocalCluster, tmp_path: Path) -> None:
+    from cobalt.train.tiny_policy import random_policy
+
+    problems = tmp_path / "problems.jsonl"
+    write_jsonl(problems, problem_records(IDS))
+    model = random_policy(tmp_path / "random")
+    config = engine_config(tmp_path / "engine.yaml", "engine-spread")
+    env = two_nodes.head.child_env()
+    single = tmp_path / "single.jsonl"
+    args = [str(ROOT / "scripts/run_single_turn.py"), "-i", str(problems), "-o", str(single), "-n", "2"]
+    args += ["--engine", "serve", "--model", str(model), "--engine_config", str(config)]
+    args += ["--address", two_nodes.address, "--evaluator", "local", "--max_tokens", "16"]
+    done = subprocess.run(args, capture_output=True, text=True, timeout=900, env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert sorted(r["id"] for r in load_jsonl(single)) == IDS
+    where = subprocess.run(
+        [sys.executable, str(ROOT / "tests/cluster_driver.py"), "--replicas", "engine-spread"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
+    assert where.returncode == 0, where.stderr[-3000:]
+    report = json.loads(where.stdout.strip().splitlines()[-1])
+    engines = {name: node for name, node in report["replicas"].items() if "LLMServer" in name}
+    assert sorted(engines.values()) == report["nodes"], report  # one vLLM replica on each node
+    answered = requests_per_node(two_nodes)
+    assert all(answered) and sum(answered) >= len(IDS), answered  # and both answered requests

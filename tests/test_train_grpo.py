@@ -3,7 +3,8 @@ function and Ray Serve evaluator, on bandit prompts built by the data pipeline f
 problems, with a tiny policy warmed up so that rewards vary within a group. Two FSDP ranks (gloo)
 and two rollout replicas; three steps, a checkpoint of two shards that veRL's model merger turns
 into the saved Hugging Face model, then a resumed run that continues from it at the next step and
-the next batch of the dataloader -- asserted on the logged metrics and rollouts.
+the next batch of the dataloader -- asserted on the logged metrics and rollouts. Last, the
+inference commands serve the merged model from vLLM on Ray Serve and record every problem.
 
 Both runs go through the launcher with ``--address`` on a Ray head this test starts (the path a
 multi-node cluster takes); the head is stopped at the end, and only it.
@@ -17,6 +18,8 @@ from pathlib import Path
 
 import pytest
 from train_fixtures import ENV, demo_data_and_policy, run
+
+from cobalt.jsonl import load_jsonl
 
 pytest.importorskip("verl")
 pytest.importorskip("vllm")
@@ -93,6 +96,33 @@ def assert_merged_shards_equal_the_saved_model(actor: Path, out: Path) -> float:
     return seconds
 
 
+def inference_commands_on(model: Path, problems: Path, address: str, work: Path) -> float:
+    """``run_single_turn.py`` then one feedback turn of ``run_multi_turn.py`` with ``model`` served
+    by the engine app on the cluster at ``address``: every problem recorded; their seconds."""
+    common = ["--engine", "serve", "--model", str(model), "--address", address, "--evaluator", "local"]
+    common += ["--max_tokens", "48"]
+    single, multi = work / "single.jsonl", work / "multi.jsonl"
+    script = lambda name: str(ROOT / "scripts" / f"{name}.py")  # noqa: E731
+    seconds = run(
+        [script("run_single_turn"), "-i", str(problems), "-o", str(single), "-n", "2", *common],
+        work / "single_turn.log",
+        timeout=600,
+    )
+    seconds += run(
+        [script("run_multi_turn"), "-i", str(single), "-o", str(multi), "--turns", "1", *common],
+        work / "multi_turn.log",
+        timeout=600,
+    )
+    ids = sorted(r["id"] for r in load_jsonl(problems))
+    for path in (single, multi):
+        assert sorted(r["id"] for r in load_jsonl(path)) == ids, path
+    assert all(r["usage"]["completion_tokens"] > 0 for r in load_jsonl(single))
+    # (a conversation that passed at turn 0 asks for no feedback turn)
+    assert sum(r["usage"]["completion_tokens"] for r in load_jsonl(multi)) > 0
+    assert "reusing the 'engine' app already serving 'merged'" in (work / "multi_turn.log").read_text()
+    return seconds
+
+
 def test_grpo_on_cpu_learns_checkpoints_and_resumes(tmp_path, ray_head):
     timings = demo_data_and_policy(tmp_path)
 
@@ -145,6 +175,9 @@ def test_grpo_on_cpu_learns_checkpoints_and_resumes(tmp_path, ray_head):
     # loader restarted from scratch would replay the first epoch's first batch, step 1's prompts.
     assert rollout_prompts(tmp_path / "rollouts", 4) != rollout_prompts(tmp_path / "rollouts", 1)
     assert (checkpoint / "latest_checkpointed_iteration.txt").read_text().strip() == "4"
+    timings["inference_on_merged"] = inference_commands_on(
+        tmp_path / "merged", tmp_path / "demo/problems/dev.jsonl", ray_head, tmp_path
+    )
     print(
         json.dumps(
             {
