@@ -108,3 +108,32 @@ def test_the_ci_quickstart_extends_the_full_one():
     full, ci = load_config("quickstart"), load_config("quickstart_ci")
     assert ci["train_profile"] == "quickstart_ci" and ci["train_problems"] < full["train_problems"]
     assert ci["warmup"]["lr"] == full["warmup"]["lr"] and ci["sampling"]["top_p"] == full["sampling"]["top_p"]
+
+
+def test_an_engine_waiting_for_resources_says_what_serve_says(monkeypatch, caplog):
+    """A replica that cannot be placed leaves the app DEPLOYING with no end: the wait reports
+    Serve's note on it while waiting and names it in the timeout, not only "did not serve"."""
+    from types import SimpleNamespace
+
+    from ray import serve
+
+    from cobalt.serve import engine
+
+    pending = "has 1 replicas that have taken more than 30s to be scheduled. Resources required: {'CPU': 1}"
+    app = SimpleNamespace(
+        status="ApplicationStatus.DEPLOYING",
+        message="",
+        deployments={
+            "OpenAiIngress": SimpleNamespace(message=pending),
+            "LLMServer:m": SimpleNamespace(message=""),
+        },
+    )
+    monkeypatch.setattr(serve, "status", lambda: SimpleNamespace(applications={"engine": app}))
+    monkeypatch.setattr(engine, "served_models", lambda api_base: [])
+    monkeypatch.setattr(engine.time, "sleep", lambda s: None)
+    with caplog.at_level("INFO", logger="cobalt.serve.engine"), pytest.raises(TimeoutError) as error:
+        engine.wait_until_served(
+            "http://127.0.0.1:1/v1", "m", timeout_s=0.05, app_name="engine", report_every_s=0
+        )
+    assert f"OpenAiIngress: {pending}" in str(error.value) and "LLMServer" not in str(error.value)
+    assert "still deploying 'engine': OpenAiIngress" in caplog.text

@@ -194,18 +194,40 @@ def start_engine_app(model: str, cfg: EngineConfig | None = None, port: int | No
     return api_base
 
 
-def wait_until_served(api_base: str, model_id: str, timeout_s: float, app_name: str) -> None:
+def deployment_notes(app_status) -> str:
+    """What Serve says about the app's deployments, e.g. a replica that waits for resources the
+    cluster lacks ("taken more than 30s to be scheduled ... Resources required ...")."""
+    if app_status is None:
+        return ""
+    notes = [f"{name}: {d.message}" for name, d in app_status.deployments.items() if d.message]
+    return "; ".join(notes)
+
+
+def wait_until_served(
+    api_base: str, model_id: str, timeout_s: float, app_name: str, report_every_s: float = 60
+) -> None:
+    """Wait until the OpenAI route lists ``model_id``; log Serve's notes on the app while it waits
+    (every ``report_every_s``), and name them in the error if it never does."""
     from ray import serve
 
     deadline = time.monotonic() + timeout_s
+    next_report = time.monotonic() + report_every_s
+    notes = ""
     while time.monotonic() < deadline:
         if model_id in served_models(api_base):
             return
         status = serve.status().applications.get(app_name)
         if status is not None and str(status.status).endswith("DEPLOY_FAILED"):
             raise RuntimeError(f"engine app {app_name!r} failed to deploy: {status.message}")
+        notes = deployment_notes(status)
+        if notes and time.monotonic() >= next_report:
+            log.info("still deploying %r: %s", app_name, notes)
+            next_report = time.monotonic() + report_every_s
         time.sleep(2)
-    raise TimeoutError(f"engine app {app_name!r} did not serve {model_id!r} within {timeout_s:.0f} s")
+    raise TimeoutError(
+        f"engine app {app_name!r} did not serve {model_id!r} within {timeout_s:.0f} s"
+        + (f"; Serve says: {notes}" if notes else "")
+    )
 
 
 def app(args: dict):
