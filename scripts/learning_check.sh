@@ -26,7 +26,10 @@ unset RAY_ADDRESS  # always a private loopback Ray head of its own (with a fake 
 echo "learning check: seed $SEED, output $OUT (trainer log: train.log)"
 started=$(date +%s)
 status=0
-"$PYTHON" -m cobalt.train.launch --profile learning_check \
+# The trainer gets SIGTERM (and stops its Ray head) when this script dies, even by SIGKILL
+DIE_WITH_SCRIPT=()
+if command -v setpriv > /dev/null; then DIE_WITH_SCRIPT=(setpriv --pdeathsig TERM); fi
+"${DIE_WITH_SCRIPT[@]}" "$PYTHON" -m cobalt.train.launch --profile learning_check \
   "data.train_files=$OUT/demo/train.parquet" "data.val_files=$OUT/demo/train.parquet" \
   "actor_rollout_ref.model.path=$OUT/policy" "trainer.default_local_dir=$OUT/checkpoints" \
   "data.seed=$SEED" "actor_rollout_ref.rollout.seed=$SEED" "$@" > "$OUT/train.log" 2>&1 || status=$?

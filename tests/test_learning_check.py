@@ -19,8 +19,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -209,6 +211,52 @@ def run_check(out: Path, *overrides: str) -> tuple[subprocess.CompletedProcess, 
     print(proc.stdout[-3000:], proc.stderr[-3000:])
     verdict = out / "verdict.json"
     return proc, json.loads(verdict.read_text()) if verdict.exists() else {}
+
+
+def processes_naming(text: str) -> list[int]:
+    """Live processes whose command line contains ``text``."""
+    found = []
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            if text.encode() in (proc / "cmdline").read_bytes():
+                found.append(int(proc.name))
+        except OSError:  # exited meanwhile
+            continue
+    return found
+
+
+def wait_until(condition, timeout_s: float) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.2)
+    return False
+
+
+def test_a_killed_check_leaves_no_trainer_behind(tmp_path):
+    """SIGKILL of the script (what a CI timeout does) once left the trainer and its Ray head
+    running beside everything after it; now the trainer gets SIGTERM and stops what it started."""
+    out = tmp_path / "run"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("RAY_ADDRESS", "RAY_AUTH_TOKEN"))}
+    script = subprocess.Popen(
+        ["bash", str(ROOT / "scripts/learning_check.sh")],
+        cwd=ROOT,
+        env={**env, **CHECK_ENV, "LEARNING_CHECK_DIR": str(out)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        trainer_started = lambda: any(p != script.pid for p in processes_naming(f"{out}/policy"))  # noqa: E731
+        assert wait_until(trainer_started, 60), "the trainer never started"
+        time.sleep(2)  # into its preparation steps
+        os.kill(script.pid, signal.SIGKILL)
+        script.wait()
+        assert wait_until(lambda: not processes_naming(str(out)), 60), processes_naming(str(out))
+    finally:
+        for pid in processes_naming(str(out)):
+            os.kill(pid, signal.SIGKILL)
 
 
 @pytest.mark.slow

@@ -115,11 +115,12 @@ def run(
             )
         )
         return 0
+    # SIGTERM unwinds like Ctrl-C: the running step is killed and a private head stopped
+    signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
     prepare(profile, overrides)
     if staged:
         rehearsal.prepare(staged, overrides, _log)
         os.environ.setdefault("VERL_FILE_LOGGER_PATH", str(rehearsal.metrics_file(overrides)))
-    signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)  # so a private head is always stopped
     ray_cfg = profile.ray
     with ray_cluster(
         address,
