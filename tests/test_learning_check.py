@@ -206,7 +206,7 @@ def run_check(out: Path, *overrides: str) -> tuple[subprocess.CompletedProcess, 
         env={**env, **CHECK_ENV, "LEARNING_CHECK_DIR": str(out)},
         capture_output=True,
         text=True,
-        timeout=1200,
+        timeout=2400,  # 16 steps of 55-200 s (the longer under memory pressure) and ~150 s of start-up
     )
     print(proc.stdout[-3000:], proc.stderr[-3000:])
     verdict = out / "verdict.json"
