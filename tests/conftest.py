@@ -101,6 +101,9 @@ def tiny_engine(ray_cluster, evaluator_app, tmp_path_factory):
     model = random_policy(work / "random")
     config = {**load_config("engine"), "app_name": "engine_tiny"}
     config["llm"]["engine_kwargs"]["max_model_len"] = 4096  # 3 feedback turns of the random model
+    # it lives through the whole session, the learning check's training included: 1 GiB of KV
+    # cache (not 3) holds ample tokens of a model this small
+    config["llm"]["runtime_env"]["env_vars"]["VLLM_CPU_KVCACHE_SPACE"] = "1"
     config_path = work / "engine_tiny.yaml"
     config_path.write_text(yaml.safe_dump(config))
     api_base = start_engine_app(str(model), load_engine_config(str(config_path)))
