@@ -164,6 +164,36 @@ def test_override_formatting_and_lookup():
     assert "+ray_kwargs.ray_init.runtime_env.env_vars.TOKENIZERS_PARALLELISM='false'" in overrides
 
 
+def test_reward_scores_in_flight_never_exceed_what_the_evaluator_runs_at_once():
+    from cobalt.train.profile import REWARD_IN_FLIGHT, within_evaluator_capacity
+
+    given = ["a=1", f"+{REWARD_IN_FLIGHT}=64", "b=2", f"{REWARD_IN_FLIGHT}=32"]  # the profile's, the user's
+    lowered, note = within_evaluator_capacity(given, 8)
+    assert lowered == ["a=1", f"+{REWARD_IN_FLIGHT}=8", "b=2", f"{REWARD_IN_FLIGHT}=8"]
+    assert "8, not 32" in note
+    assert within_evaluator_capacity(given, 32) == (given, None)
+    assert within_evaluator_capacity(["a=1"], 8) == (["a=1"], None)
+
+
+def test_dry_run_lowers_reward_concurrency_to_the_evaluator_s_capacity(tmp_path):
+    """configs/evaluator.yaml runs 2 replicas x 4 sandboxes: 8 scores at once, not common.yaml's
+    64 (in the learning check, right programs waiting in the evaluator behind slow ones timed out);
+    the reference's 80 single-request replicas take all 64."""
+    plan = dry_run("learning_check")
+    assert override_value(plan["command"][3:], "reward.reward_kwargs.cobalt.max_in_flight") == "8"
+    assert plan["notes"] == [
+        "reward scores in flight: 8, not 64: the evaluator runs 8 requests at once, and a call "
+        "waiting in it would count against the reward's call timeout"
+    ]
+    paper = tmp_path / "paper_evaluator.yaml"
+    paper.write_text(
+        f"extends: {config_dir() / 'train' / 'multi_turn_qwen3_8b.yaml'}\nevaluator_config: evaluator_paper\n"
+    )
+    plan = dry_run(str(paper))
+    assert override_value(plan["command"][3:], "reward.reward_kwargs.cobalt.max_in_flight") == "64"
+    assert plan["notes"] == []
+
+
 def test_the_shells_own_verl_plugins_are_added_to_the_profiles():
     from cobalt.train.profile import PLUGIN_MODULES, with_shell_plugins
 

@@ -38,6 +38,11 @@ class ServeConfig:
     max_queued_requests: int = -1
     route_prefix: str | None = None
 
+    @property
+    def capacity(self) -> int:
+        """Requests the app runs at once; more wait, in a replica or in Serve's router."""
+        return self.num_replicas * min(self.max_ongoing_requests, self.sandboxes_per_replica)
+
 
 def load_evaluator_config(name: str | None = None) -> tuple[SandboxConfig, ServeConfig]:
     name = name or os.environ.get("COBALT_EVALUATOR_CONFIG", "evaluator")

@@ -28,6 +28,7 @@ from cobalt.train.profile import (
     load_profile,
     override_value,
     with_shell_plugins,
+    within_evaluator_capacity,
     world_size,
 )
 
@@ -87,6 +88,12 @@ def start_evaluator(address: str, config_name: str) -> None:
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
+def evaluator_capacity(config_name: str) -> int:
+    from cobalt.serve.evaluator import load_evaluator_config
+
+    return load_evaluator_config(config_name)[1].capacity
+
+
 def main_ppo_command(overrides: list[str]) -> list[str]:
     return [sys.executable, "-m", "verl.trainer.main_ppo", *overrides]
 
@@ -108,13 +115,19 @@ def run(
     os.environ.update({k: str(v) for k, v in profile.env.items()})
     joined = bool(address)
     overrides = hydra_overrides(profile, logger, extra, forward_env=joined)
+    overrides, note = within_evaluator_capacity(overrides, evaluator_capacity(profile.evaluator_config))
+    notes = [note] if note else []
     if dry_run:
-        print(
-            json.dumps(
-                {"env": profile.env, "address": address, "command": main_ppo_command(overrides)}, indent=1
-            )
-        )
+        plan = {
+            "env": profile.env,
+            "address": address,
+            "command": main_ppo_command(overrides),
+            "notes": notes,
+        }
+        print(json.dumps(plan, indent=1))
         return 0
+    for note in notes:
+        _log(note)
     # SIGTERM unwinds like Ctrl-C: the running step is killed and a private head stopped
     signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
     prepare(profile, overrides)

@@ -115,3 +115,28 @@ def world_size(overrides: list[str]) -> int:
     nodes = override_value(overrides, "trainer.nnodes") or "1"
     per_node = override_value(overrides, "trainer.n_gpus_per_node") or "1"
     return int(nodes) * int(per_node)
+
+
+REWARD_IN_FLIGHT = "reward.reward_kwargs.cobalt.max_in_flight"
+
+
+def within_evaluator_capacity(overrides: list[str], capacity: int) -> tuple[list[str], str | None]:
+    """The overrides with the reward manager's ``max_in_flight`` lowered to ``capacity`` (requests
+    the evaluator runs at once), and a note saying so, or None when it already fits.
+
+    The reward's evaluator call times out after ``call_timeout_s`` (30 s, the reference's), counted
+    from the call; a call the evaluator cannot start yet waits on that clock, so under load a right
+    program scored as a timeout (a failing test). Waiting for the manager's slot is not on it."""
+    value = override_value(overrides, REWARD_IN_FLIGHT)
+    if value is None or int(value) <= capacity:
+        return overrides, None
+    lowered = [
+        f"{name}={capacity}" if name.lstrip("+") == REWARD_IN_FLIGHT else item
+        for item in overrides
+        for name in [item.partition("=")[0]]
+    ]
+    note = (
+        f"reward scores in flight: {capacity}, not {value}: the evaluator runs {capacity} requests at "
+        "once, and a call waiting in it would count against the reward's call timeout"
+    )
+    return lowered, note
