@@ -4,9 +4,9 @@ and the processes left by sandbox uids."""
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
 
 import pytest
+from proc_helpers import live_processes
 
 from cobalt.sandbox import SandboxConfig, default_config
 from cobalt.sandbox.runner import get_backend
@@ -23,17 +23,8 @@ def backend_config(backend: str, **settings) -> SandboxConfig:
 
 
 def processes_of(uids) -> list[int]:
-    """Live processes of the given uids. Zombies are dead already (an orphan killed by the
-    launcher waits for the machine's init to reap it), so they do not count."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                if entry.stat().st_uid in uids and "State:\tZ" not in (entry / "status").read_text():
-                    found.append(int(entry.name))
-            except OSError:
-                pass
-    return found
+    """Live processes of the given uids."""
+    return live_processes(lambda entry: entry.stat().st_uid in uids)
 
 
 # A program whose 16 forked children spin forever while it sleeps: each child alone is within its

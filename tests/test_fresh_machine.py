@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
+from proc_helpers import live_processes
 
 pytest.importorskip("ray")
 pytestmark = pytest.mark.slow
@@ -147,15 +148,7 @@ def is_loopback(ip: str) -> bool:
 
 def session_members(sid: int) -> list[int]:
     """Live (not zombie) processes of the session ``ray start`` leads: all of the head's."""
-    members = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                if os.getsid(int(entry.name)) == sid and "State:\tZ" not in (entry / "status").read_text():
-                    members.append(int(entry.name))
-            except OSError:
-                pass
-    return members
+    return live_processes(lambda entry: os.getsid(int(entry.name)) == sid)
 
 
 def test_a_private_head_does_not_outlive_its_owner(tmp_path):

@@ -26,7 +26,9 @@ import time
 from pathlib import Path
 
 import pytest
+from proc_helpers import wait_until
 
+from cobalt.serve.cluster import processes_of
 from cobalt.train.learning_check import Criteria, Unjudgeable, judge, main, read_metrics
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -206,32 +208,11 @@ def run_check(out: Path, *overrides: str) -> tuple[subprocess.CompletedProcess, 
         env={**env, **CHECK_ENV, "LEARNING_CHECK_DIR": str(out)},
         capture_output=True,
         text=True,
-        timeout=2400,  # 16 steps of 55-200 s (the longer under memory pressure) and ~150 s of start-up
+        timeout=2400,  # measured 19-20 min on 2 cores (16 steps of 40-90 s, ~4 min of start-up); room for a busy CI
     )
     print(proc.stdout[-3000:], proc.stderr[-3000:])
     verdict = out / "verdict.json"
     return proc, json.loads(verdict.read_text()) if verdict.exists() else {}
-
-
-def processes_naming(text: str) -> list[int]:
-    """Live processes whose command line contains ``text``."""
-    found = []
-    for proc in Path("/proc").glob("[0-9]*"):
-        try:
-            if text.encode() in (proc / "cmdline").read_bytes():
-                found.append(int(proc.name))
-        except OSError:  # exited meanwhile
-            continue
-    return found
-
-
-def wait_until(condition, timeout_s: float) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.2)
-    return False
 
 
 def test_a_killed_check_leaves_no_trainer_behind(tmp_path):
@@ -248,21 +229,21 @@ def test_a_killed_check_leaves_no_trainer_behind(tmp_path):
         start_new_session=True,
     )
     try:
-        trainer_started = lambda: any(p != script.pid for p in processes_naming(f"{out}/policy"))  # noqa: E731
+        trainer_started = lambda: any(p != script.pid for p in processes_of(f"{out}/policy"))  # noqa: E731
         assert wait_until(trainer_started, 60), "the trainer never started"
         time.sleep(2)  # into its preparation steps
         os.kill(script.pid, signal.SIGKILL)
         script.wait()
-        assert wait_until(lambda: not processes_naming(str(out)), 60), processes_naming(str(out))
+        assert wait_until(lambda: not processes_of(str(out)), 60), processes_of(str(out))
     finally:
-        for pid in processes_naming(str(out)):
+        for pid in processes_of(str(out)):
             os.kill(pid, signal.SIGKILL)
 
 
 @pytest.mark.slow
 @pytest.mark.train
 def test_learning_check_passes(tmp_path):
-    """In CI (about 17 minutes on 2 cores): the check must pass on main."""
+    """In CI (about 20 minutes on 2 cores): the check must pass on main."""
     pytest.importorskip("verl")
     pytest.importorskip("vllm")
     proc, verdict = run_check(tmp_path / "run")
@@ -273,7 +254,11 @@ def test_learning_check_passes(tmp_path):
     assert sorted(map(int, verdict["rewards"])) == list(range(1, 17))
     assert "step  16" in proc.stdout and "LEARNED" in proc.stdout
     metrics = read_metrics(tmp_path / "run" / "metrics.jsonl")
-    assert metrics[16]["reward/evaluator_failure/count"] == 0
+    # hardly a response scored as failing for want of the evaluator (its call timing out or
+    # raising): when 64 calls were in flight, right programs waiting behind slow ones timed out,
+    # 1-20 of 128 in 11 of 16 steps; within the evaluator's capacity, at most 2 in a step
+    failures = {step: metrics[step]["reward/evaluator_failure/count"] for step in range(1, 17)}
+    assert max(failures.values()) <= 2, failures
     assert 0 < metrics[16]["reward/groups_with_spread/fraction"] <= 1  # GRPO had a signal
 
 

@@ -18,6 +18,7 @@ import pytest
 import yaml
 from infer_fixtures import answer, problem_records
 from openai_stub import ScriptedEndpoint
+from proc_helpers import wait_until
 
 from cobalt.jsonl import load_jsonl, write_jsonl
 from cobalt.serve.cluster import LocalCluster, alive_nodes, processes_of
@@ -201,16 +202,9 @@ def test_b_losing_a_node_mid_run_loses_no_problem_and_duplicates_none(two_nodes,
     assert not [m for m in INFRA_FAILURES if m in text], "an evaluator failure was recorded as a verdict"
     assert all(len(r["conversations"][0]) == 2 + 2 * 4 for r in records)  # every turn ran
     assert written_at_kill < len(IDS)
-    assert wait_for(lambda: alive_nodes(two_nodes.address, env) == 1, 120), "the lost node still counts"
-
-
-def wait_for(condition, timeout_s: float) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(1)
-    return False
+    assert wait_until(lambda: alive_nodes(two_nodes.address, env) == 1, 120, interval_s=1), (
+        "the lost node still counts"
+    )
 
 
 def engine_config(path: Path, app_name: str) -> Path:

@@ -103,7 +103,7 @@ def test_validation_is_binary_and_skips_format():
     assert details([True, False], {"is_val": True, "prev_best_pass_rate": 0.9})["score"] == 0.0
 
 
-def test_evaluator_error_or_timeout_counts_as_one_failing_test():
+def test_evaluator_error_or_timeout_counts_as_one_failing_test(caplog):
     result = details(None, {"prev_best_pass_rate": 0.0}, error=RuntimeError("replica died"))
     assert result["pass_rate"] == 0.0 and "replica died" in result["evaluator_error"]
     assert result["score"] == pytest.approx(-0.1 + result["format_reward"])
@@ -112,8 +112,12 @@ def test_evaluator_error_or_timeout_counts_as_one_failing_test():
 
     quick = replace(CFG, call_timeout_s=0.05)
     slow = FixedEvaluator([True], delay=1.0)
-    timed_out = asyncio.run(score_details("d", response(), GROUND_TRUTH, {}, evaluator=slow, config=quick))
+    with caplog.at_level("WARNING", logger="cobalt.reward"):
+        timed_out = asyncio.run(
+            score_details("d", response(), GROUND_TRUTH, {}, evaluator=slow, config=quick)
+        )
     assert timed_out["pass_rate"] == 0.0 and "exceeded" in timed_out["evaluator_error"]
+    assert "evaluator call exceeded 0.05 s" in caplog.text  # a timeout is logged, as an error is
 
 
 @pytest.mark.parametrize(

@@ -9,6 +9,7 @@ import asyncio
 import dataclasses
 import functools
 import json
+import os
 
 import numpy as np
 import pytest
@@ -24,11 +25,12 @@ from cobalt.serve.evaluator import load_evaluator_config  # noqa: E402
 from cobalt.train.reward_manager import CobaltRewardManager  # noqa: E402
 from cobalt.train.tiny_policy import response_text  # noqa: E402
 
-# Right, and busy for 0.5 s of CPU: 8 at once share the 2 cores for about 2 s
-BUSY_PROGRAM = """
+# Right, and busy for a quarter of a CPU second per core of this machine: the evaluator's 8 at
+# once take about 2 s (on up to 8 cores), 6 rounds of them 12 s, beyond the call's 8 s
+BUSY_PROGRAM = f"""
 import time
 start = time.process_time()
-while time.process_time() - start < 0.5:
+while time.process_time() - start < {0.25 * (os.cpu_count() or 2)}:
     pass
 print(int(input()) * 2)
 """

@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
+from proc_helpers import wait_until
 from sandbox_fixtures import backend_config, processes_of
 
 from cobalt.sandbox import evaluate
@@ -57,15 +58,6 @@ def run_dirs(cfg) -> list[Path]:
     return sorted(Path(cfg.scratch_root).glob("cobalt-scratch-*/slot-*/*"))
 
 
-def wait_for(condition, timeout_s: float) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.05)
-    return condition()
-
-
 @pytest.mark.skipif(not AS_ROOT, reason="sandboxes run as slot uids only when started as root")
 def test_a_killed_launcher_leaves_no_sandbox_and_the_next_run_removes_its_scratch(cfg):
     launcher = subprocess.Popen(
@@ -73,12 +65,12 @@ def test_a_killed_launcher_leaves_no_sandbox_and_the_next_run_removes_its_scratc
         env={**os.environ, "PYTHONPATH": str(ROOT)},
     )
     try:
-        assert wait_for(lambda: processes_of(slot_uids(cfg)), 30), "the sandbox never started"
+        assert wait_until(lambda: processes_of(slot_uids(cfg)), 30), "the sandbox never started"
         time.sleep(0.5)  # the program is asleep in its test by now
         launcher.send_signal(signal.SIGKILL)
         launcher.wait()
         # Before: the landlock harness and its test lived on until the wall-clock backstop.
-        assert wait_for(lambda: not processes_of(slot_uids(cfg)), 3), "the sandbox outlived its launcher"
+        assert wait_until(lambda: not processes_of(slot_uids(cfg)), 3), "the sandbox outlived its launcher"
         if cfg.backend == "landlock" or get_backend(cfg).host_scratch:
             assert run_dirs(cfg), "the killed request's scratch dir should still be there"
         sweep_stale_slots(cfg)  # what the next process does when it first uses the sandbox
@@ -96,9 +88,9 @@ def test_the_sweep_ends_what_free_slots_uids_still_run(cfg):
         ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "sleep", "600"]
     )
     try:
-        assert wait_for(lambda: processes_of({uid}), 10)
+        assert wait_until(lambda: processes_of({uid}), 10)
         sweep_stale_slots(cfg)
-        assert wait_for(lambda: stale.poll() is not None, 3), "a stale sandbox process survived the sweep"
+        assert wait_until(lambda: stale.poll() is not None, 3), "a stale sandbox process survived the sweep"
     finally:
         stale.kill()
         stale.wait()

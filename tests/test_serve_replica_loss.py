@@ -7,11 +7,11 @@ import logging
 import os
 import shutil
 import tempfile
-import time
 from pathlib import Path
 
 import pytest
 import yaml
+from proc_helpers import wait_until
 from sandbox_fixtures import backend_config, processes_of
 
 pytestmark = pytest.mark.slow
@@ -56,15 +56,6 @@ def replica_names(app_name: str) -> set[str]:
     }
 
 
-def wait_for(condition, timeout_s: float) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.2)
-    return condition()
-
-
 def test_a_replica_killed_mid_burst_costs_no_request(app):
     import ray
     from ray import serve
@@ -105,12 +96,12 @@ def test_a_replica_killed_mid_burst_costs_no_request(app):
         running = serve.status().applications[app_name].status == "RUNNING"
         return running and len(names) == 2 and victim_name not in names
 
-    assert wait_for(replaced, 180), f"not replaced: {replica_names(app_name)}, {serve.status()}"
+    assert wait_until(replaced, 180), f"not replaced: {replica_names(app_name)}, {serve.status()}"
     uids = set(range(app["sandbox"]["uid_base"], app["sandbox"]["uid_base"] + SLOTS))
-    assert wait_for(lambda: not processes_of(uids), 30), (
+    assert wait_until(lambda: not processes_of(uids), 30), (
         f"sandboxes outlived their replica: {processes_of(uids)}"
     )
     scratch = Path(app["sandbox"]["scratch_root"])
     leftovers = lambda: list(scratch.glob("cobalt-scratch-*/slot-*/*"))  # noqa: E731
-    assert wait_for(lambda: not leftovers(), 30), f"stale scratch dirs: {leftovers()}"
+    assert wait_until(lambda: not leftovers(), 30), f"stale scratch dirs: {leftovers()}"
     assert os.listdir(scratch) in ([], [f"cobalt-scratch-{os.geteuid()}"])

@@ -50,6 +50,7 @@ async def run_tests(
         return await asyncio.wait_for(evaluator.evaluate(code, ground_truth), cfg.call_timeout_s), None
     except TimeoutError:
         error = f"evaluator call exceeded {cfg.call_timeout_s:g} s"
+        log.warning("%s; scored as one failing test", error)
     except Exception as e:
         log.warning("evaluator call failed: %r", e)
         error = f"{type(e).__name__}: {e}"
