@@ -176,9 +176,9 @@ def test_reward_scores_in_flight_never_exceed_what_the_evaluator_runs_at_once():
 
 
 def test_dry_run_lowers_reward_concurrency_to_the_evaluator_s_capacity(tmp_path):
-    """configs/evaluator.yaml runs 2 replicas x 4 sandboxes: 8 scores at once, not common.yaml's
-    64 (in the learning check, right programs waiting in the evaluator behind slow ones timed out);
-    the reference's 80 single-request replicas take all 64."""
+    """The learning check's evaluator (configs/evaluator.yaml's 2 replicas x 4 sandboxes) runs 8
+    scores at once, not common.yaml's 64 (there, right programs waiting in the evaluator behind slow
+    ones timed out); the reference's 80 single-request replicas take all 64."""
     plan = dry_run("learning_check")
     assert override_value(plan["command"][3:], "reward.reward_kwargs.cobalt.max_in_flight") == "8"
     assert plan["notes"] == [

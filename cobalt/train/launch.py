@@ -6,8 +6,9 @@
 Steps: export the profile's ``env``; build what its ``prepare`` section names when missing (demo
 data, the warmed-up tiny policy, the SmolLM2 export); start a private Ray head on loopback (or
 join ``--address`` / ``$RAY_ADDRESS``); deploy the evaluator app; run
-``python -m verl.trainer.main_ppo`` with the profile's overrides followed by the user's (later wins);
-stop the Ray head it started (only that one). ``scripts/train_grpo_*.sh`` are thin wrappers.
+``python -m verl.trainer.main_ppo`` with the profile's overrides followed by the user's (later wins),
+the reward's scores in flight lowered to what the evaluator runs at once (said in the log and in
+``--dry-run``'s ``notes``); stop the Ray head it started (only that one). ``scripts/train_grpo_*.sh`` are thin wrappers.
 """
 
 from __future__ import annotations
