@@ -19,10 +19,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shutil
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -193,6 +194,23 @@ def test_tiny_policy_is_warmed_up_with_the_tokenizer_the_rollout_loads(tmp_path)
         assert tokenizer(text)["input_ids"] == rollout(text)["input_ids"]
 
 
+def test_the_checks_evaluator_gives_the_default_evaluators_verdicts_on_its_problems():
+    """configs/evaluator_learning_check.yaml judges a test at a fraction of the default CPU limit:
+    on every right and wrong program of the check's problems, each test's verdict is the same."""
+    from cobalt.data.embedded.problems import load_problems
+    from cobalt.sandbox import default_config, evaluate
+    from cobalt.train.profile import load_profile
+
+    check = load_profile("learning_check")
+    fast, default = default_config(check.evaluator_config), default_config()
+    assert fast.test_timeout_s < default.test_timeout_s
+    for problem in load_problems()[: check.prepare["demo_data"]["limit"]]:
+        tests = {k: problem["public_tests"][k] + problem["hidden_tests"][k] for k in ("inputs", "outputs")}
+        for code in problem["solutions"] + [w["code"] for w in problem["wrong_solutions"]]:
+            verdicts = [evaluate(code, tests, cfg)["passing"] for cfg in (fast, default)]
+            assert verdicts[0] == verdicts[1], (problem["id"], code[:200])
+
+
 # ---- the real check: COBALT GRPO on CPU ---------------------------------------------------------
 
 CHECK_ENV = {"WANDB_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0", "PYTHONUNBUFFERED": "1"}
@@ -215,29 +233,68 @@ def run_check(out: Path, *overrides: str) -> tuple[subprocess.CompletedProcess, 
     return proc, json.loads(verdict.read_text()) if verdict.exists() else {}
 
 
-def test_a_killed_check_leaves_no_trainer_behind(tmp_path):
+# the check cut to a cheap step (2 prompts x 16 responses: one micro-batch of the profile's 32)
+ONE_CHEAP_STEP = (
+    "data.train_batch_size=2",
+    "actor_rollout_ref.actor.ppo_mini_batch_size=2",
+    "actor_rollout_ref.actor.ppo_epochs=1",
+    "trainer.val_before_train=false",
+)
+
+
+def logged_steps(metrics: Path) -> set[int]:
+    """Steps in veRL's metrics file so far (a line still being written is skipped)."""
+    steps = set()
+    for line in metrics.read_text().splitlines() if metrics.exists() else []:
+        try:
+            steps.add(json.loads(line)["step"])
+        except (ValueError, KeyError):
+            continue
+    return steps
+
+
+def ray_head_of(train_log: Path) -> str | None:
+    """The temp dir of the private Ray head the launcher says it started (None before that)."""
+    found = re.search(r"RAY_AUTH_TOKEN_PATH=(\S+)/auth_token", train_log.read_text(errors="replace"))
+    return found.group(1) if found else None
+
+
+@pytest.mark.slow
+@pytest.mark.train
+def test_a_killed_check_leaves_no_trainer_and_no_ray_head_behind(tmp_path):
     """SIGKILL of the script (what a CI timeout does) once left the trainer and its Ray head
-    running beside everything after it; now the trainer gets SIGTERM and stops what it started."""
+    running beside everything after it. Killed after its first training step -- veRL's workers,
+    the rollout servers, the evaluator and the head all up -- nothing of the run may outlive it:
+    no process naming the output dir, none of the head's (raylet, GCS, Ray workers)."""
+    pytest.importorskip("verl")
     out = tmp_path / "run"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("RAY_ADDRESS", "RAY_AUTH_TOKEN"))}
     script = subprocess.Popen(
-        ["bash", str(ROOT / "scripts/learning_check.sh")],
+        ["bash", str(ROOT / "scripts/learning_check.sh"), *ONE_CHEAP_STEP],
         cwd=ROOT,
         env={**env, **CHECK_ENV, "LEARNING_CHECK_DIR": str(out)},
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         start_new_session=True,
     )
+    head = None
     try:
-        trainer_started = lambda: any(p != script.pid for p in processes_of(f"{out}/policy"))  # noqa: E731
-        assert wait_until(trainer_started, 60), "the trainer never started"
-        time.sleep(2)  # into its preparation steps
+        stepped = lambda: 1 in logged_steps(out / "metrics.jsonl")  # noqa: E731
+        assert wait_until(lambda: script.poll() is not None or stepped(), 900, interval_s=1)
+        assert stepped(), (out / "train.log").read_text()[-3000:]
+        head = ray_head_of(out / "train.log")
+        assert head and processes_of(head), "no live Ray head of the check's own"
         os.kill(script.pid, signal.SIGKILL)
         script.wait()
-        assert wait_until(lambda: not processes_of(str(out)), 60), processes_of(str(out))
+        assert wait_until(lambda: not processes_of(str(out)) and not processes_of(head), 90), (
+            processes_of(str(out)),
+            processes_of(head),
+        )
     finally:
-        for pid in processes_of(str(out)):
+        for pid in set(processes_of(str(out)) + (processes_of(head) if head else [])):
             os.kill(pid, signal.SIGKILL)
+        if head:
+            shutil.rmtree(head, ignore_errors=True)  # the launcher keeps a failed head's logs
 
 
 @pytest.mark.slow
