@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -28,3 +29,22 @@ def live_processes(match: Callable[[Path], bool]) -> list[int]:
         except OSError:  # exited meanwhile
             continue
     return found
+
+
+def processes_using(path: str) -> list[int]:
+    """Live processes whose command line names ``path`` or that hold a file open under it. Ray
+    renames its workers and agents (``ray::WorkerDict``), so only their open logs under the
+    head's temp dir tell whose they are."""
+
+    def uses(entry: Path) -> bool:
+        if path in (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace"):
+            return True
+        for fd in (entry / "fd").iterdir():
+            try:
+                if os.readlink(fd).startswith(path):
+                    return True
+            except OSError:
+                continue
+        return False
+
+    return live_processes(uses)

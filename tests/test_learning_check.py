@@ -27,9 +27,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from proc_helpers import wait_until
+from proc_helpers import processes_using, wait_until
 
-from cobalt.serve.cluster import processes_of
 from cobalt.train.learning_check import Criteria, Unjudgeable, judge, main, read_metrics
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -283,18 +282,23 @@ def test_a_killed_check_leaves_no_trainer_and_no_ray_head_behind(tmp_path):
         assert wait_until(lambda: script.poll() is not None or stepped(), 900, interval_s=1)
         assert stepped(), (out / "train.log").read_text()[-3000:]
         head = ray_head_of(out / "train.log")
-        assert head and processes_of(head), "no live Ray head of the check's own"
+        assert head and processes_using(head), "no live Ray head of the check's own"
         os.kill(script.pid, signal.SIGKILL)
         script.wait()
-        assert wait_until(lambda: not processes_of(str(out)) and not processes_of(head), 90), (
-            processes_of(str(out)),
-            processes_of(head),
-        )
+        left = lambda: processes_using(str(out)) + processes_using(head)  # noqa: E731
+        assert wait_until(lambda: not left(), 90), [live_command(pid) for pid in left()]
     finally:
-        for pid in set(processes_of(str(out)) + (processes_of(head) if head else [])):
+        for pid in set(processes_using(str(out)) + (processes_using(head) if head else [])):
             os.kill(pid, signal.SIGKILL)
         if head:
             shutil.rmtree(head, ignore_errors=True)  # the launcher keeps a failed head's logs
+
+
+def live_command(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()[:200]
+    except OSError:
+        return f"{pid} (exited)"
 
 
 @pytest.mark.slow
