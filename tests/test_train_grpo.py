@@ -1,18 +1,26 @@
 """The real thing on CPU: veRL 0.9.1's main_ppo GRPO with the project's reward manager, reward
 function and Ray Serve evaluator, on bandit prompts built by the data pipeline from the embedded
 problems, with a tiny policy warmed up so that rewards vary within a group. Two FSDP ranks (gloo)
-and two rollout replicas; three steps, a checkpoint of two shards that veRL's model merger turns
-into the saved Hugging Face model, then a resumed run that continues from it at the next step and
-the next batch of the dataloader -- asserted on the logged metrics and rollouts. Last, the
-inference commands serve the merged model from vLLM on Ray Serve and record every problem.
+on two Ray nodes of one loopback cluster, two rollout replicas; three steps, a checkpoint of two
+shards that veRL's model merger turns into the saved Hugging Face model, then a resumed run that
+continues from it at the next step and the next batch of the dataloader -- asserted on the logged
+metrics and rollouts. Last, the inference commands serve the merged model from vLLM on Ray Serve
+and record every problem.
 
-Both runs go through the launcher with ``--address`` on a Ray head this test starts (the path a
-multi-node cluster takes); the head is stopped at the end, and only it.
+Multi-node: the launcher gets ``--address 127.0.0.1:PORT trainer.nnodes=2
+trainer.n_gpus_per_node=1`` and the cluster's token, but not RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0
+(``cobalt.serve.cluster.join_env`` adds it for a loopback address; without it the trainer's
+``ray.init`` would dial the machine's address instead of 127.0.0.1). The two FSDP workers (veRL's
+``WorkerDict`` actors), the two vLLM rollout servers and the two evaluator replicas must sit one on
+each node (GCS's actor table, which keeps dead actors with their node). The cluster is stopped at
+the end and leaves no process and no temp dir.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -26,7 +34,7 @@ pytest.importorskip("vllm")
 pytestmark = [pytest.mark.slow, pytest.mark.train]
 
 ROOT = Path(__file__).resolve().parents[1]
-RANKS = 2
+NODES = 2  # one FSDP rank and one rollout replica on each
 
 
 def metrics(path: Path) -> dict[int, dict]:
@@ -34,44 +42,78 @@ def metrics(path: Path) -> dict[int, dict]:
 
 
 @pytest.fixture(scope="module")
-def ray_head():
-    """A private head with two (CPU-platform) GPU slots and its own token, exported to this process
-    so launched jobs can join. Never the session's cluster that conftest exports as $RAY_ADDRESS:
-    that one has no GPU slot, and veRL's resource check would refuse it. CPUs: 5 for the driver,
-    evaluator and Serve, and 3 per rank (veRL's worker bundle), as configs/train/cpu_smoke.yaml."""
-    from cobalt.serve.cluster import PrivateRayHead, exported
+def two_nodes():
+    """A 2-node loopback cluster with its own token; one fake GPU slot per node (the CPU platform
+    schedules FSDP ranks on "GPU"). Never the session's cluster that conftest exports as
+    $RAY_ADDRESS: that one has no GPU slot, and veRL's resource check would refuse it."""
+    from cobalt.serve.cluster import LocalCluster, exported, processes_of
 
-    with exported(ENV):
-        head = PrivateRayHead(num_cpus=5 + 3 * RANKS, num_gpus=RANKS)
-        try:
-            head.wait_ready()
-            with head.exported():
-                yield head.address
-        finally:
-            head.stop()
+    with exported(ENV):  # the nodes' processes inherit these
+        cluster = LocalCluster(NODES, num_cpus=8, num_gpus=1)
+        cluster.start()
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+    assert not processes_of(cluster.temp_dir), "processes of the cluster outlived stop()"
+    assert not os.path.exists(cluster.temp_dir)
 
 
-def launch(work: Path, address: str, name: str, *overrides: str) -> float:
+def launch(work: Path, cluster, name: str, *overrides: str) -> float:
+    from cobalt.serve.cluster import SINGLE_NODE_LOOPBACK
+
+    # the address and the token, as a user would export them; the loopback switch comes from join_env
+    env = {k: v for k, v in cluster.head.child_env().items() if k not in SINGLE_NODE_LOOPBACK}
     cmd = [
         "bash",
         str(ROOT / "scripts/train_grpo_multi_turn.sh"),
         "--profile",
         "cpu_smoke",
         "--address",
-        address,
+        cluster.address,
         "--logger",
         "console,file",
         f"data.train_files={work / 'demo/train.parquet'}",
         f"data.val_files={work / 'demo/test.parquet'}",
         f"actor_rollout_ref.model.path={work / 'policy'}",
         f"trainer.default_local_dir={work / 'ckpt'}",
-        f"trainer.n_gpus_per_node={RANKS}",
+        f"trainer.nnodes={NODES}",
+        "trainer.n_gpus_per_node=1",
         f"trainer.rollout_data_dir={work / 'rollouts'}",
         *overrides,
     ]
-    return run(
-        cmd, work / f"{name}.log", timeout=600, env={"VERL_FILE_LOGGER_PATH": str(work / f"{name}.jsonl")}
+    seconds = run(
+        cmd,
+        work / f"{name}.log",
+        timeout=600,
+        env={**env, "VERL_FILE_LOGGER_PATH": str(work / f"{name}.jsonl")},
     )
+    assert f"joining the Ray cluster at {cluster.address}" in (work / f"{name}.log").read_text()
+    return seconds
+
+
+def assert_one_of_each_on_every_node(cluster) -> None:
+    """The FSDP ranks, rollout servers and evaluator replicas: one on each node (GCS actor table)."""
+    driver = [sys.executable, str(ROOT / "tests/cluster_driver.py"), "--actors"]
+    done = subprocess.run(driver, capture_output=True, text=True, timeout=120, env=cluster.head.child_env())
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert len(report["nodes"]) == NODES  # both nodes still alive
+
+    def nodes_of(class_prefix: str, state: str | None = None) -> list[str]:
+        """Nodes of the actors whose class (its name without the enclosing scopes) starts so."""
+        return sorted(
+            a["node"]
+            for a in report["actors"]
+            if a["class"].rpartition(".")[2].startswith(class_prefix) and state in (None, a["state"])
+        )
+
+    where = sorted((a["class"], a["state"], a["node"][:8]) for a in report["actors"])
+    # the trainer's actors are dead by now (its driver exited); the table keeps their node
+    assert nodes_of("WorkerDict") == report["nodes"], where  # one FSDP rank on each node
+    assert nodes_of("vLLMHttpServer") == report["nodes"], where  # one rollout server on each node
+    # the evaluator app outlives the trainer: its replicas, one on each node (Serve spreads them)
+    assert nodes_of("ServeReplica:evaluator:", "ALIVE") == report["nodes"], where
 
 
 def rollout_prompts(rollout_dir: Path, step: int) -> list[str]:
@@ -96,10 +138,19 @@ def assert_merged_shards_equal_the_saved_model(actor: Path, out: Path) -> float:
     return seconds
 
 
-def inference_commands_on(model: Path, problems: Path, address: str, work: Path) -> float:
+def inference_commands_on(model: Path, problems: Path, cluster, work: Path) -> float:
     """``run_single_turn.py`` then one feedback turn of ``run_multi_turn.py`` with ``model`` served
     by the engine app on the cluster at ``address``: every problem recorded; their seconds."""
-    common = ["--engine", "serve", "--model", str(model), "--address", address, "--evaluator", "local"]
+    common = [
+        "--engine",
+        "serve",
+        "--model",
+        str(model),
+        "--address",
+        cluster.address,
+        "--evaluator",
+        "local",
+    ]
     common += ["--max_tokens", "48"]
     single, multi = work / "single.jsonl", work / "multi.jsonl"
     script = lambda name: str(ROOT / "scripts" / f"{name}.py")  # noqa: E731
@@ -107,11 +158,13 @@ def inference_commands_on(model: Path, problems: Path, address: str, work: Path)
         [script("run_single_turn"), "-i", str(problems), "-o", str(single), "-n", "2", *common],
         work / "single_turn.log",
         timeout=600,
+        env=cluster.head.child_env(),
     )
     seconds += run(
         [script("run_multi_turn"), "-i", str(single), "-o", str(multi), "--turns", "1", *common],
         work / "multi_turn.log",
         timeout=600,
+        env=cluster.head.child_env(),
     )
     ids = sorted(r["id"] for r in load_jsonl(problems))
     for path in (single, multi):
@@ -123,12 +176,12 @@ def inference_commands_on(model: Path, problems: Path, address: str, work: Path)
     return seconds
 
 
-def test_grpo_on_cpu_learns_checkpoints_and_resumes(tmp_path, ray_head):
+def test_grpo_on_two_nodes_learns_checkpoints_and_resumes(tmp_path, two_nodes):
     timings = demo_data_and_policy(tmp_path)
 
     # Three steps, of which at least two must learn: with a tiny policy sampled at temperature 1,
     # one step's whole batch can occasionally score the same (e.g. every response malformed).
-    timings["run_1"] = launch(tmp_path, ray_head, "run1", "trainer.total_training_steps=3")
+    timings["run_1"] = launch(tmp_path, two_nodes, "run1", "trainer.total_training_steps=3")
     first = metrics(tmp_path / "run1.jsonl")
     assert sorted(first) == [1, 2, 3]
     learning_steps = [
@@ -146,7 +199,7 @@ def test_grpo_on_cpu_learns_checkpoints_and_resumes(tmp_path, ray_head):
     for m in first.values():
         # the reward manager's extras reached the logger (cobalt_sync trainer)
         assert 0 <= m["reward/pass_rate/mean"] <= 1 and m["reward/evaluator_failure/count"] == 0, m
-        assert m["trainer/world_size"] == RANKS and m["trainer/rollout_replicas"] == RANKS, m
+        assert m["trainer/world_size"] == NODES and m["trainer/rollout_replicas"] == NODES, m
     assert any(key.startswith("val-core/code_taco_verified/acc") for key in first[2])  # validation ran
     checkpoint = tmp_path / "ckpt"
     assert (checkpoint / "latest_checkpointed_iteration.txt").read_text().strip() == "3"
@@ -157,12 +210,15 @@ def test_grpo_on_cpu_learns_checkpoints_and_resumes(tmp_path, ray_head):
     actor = checkpoint / "global_step_2" / "actor"
     trained = AutoModelForCausalLM.from_pretrained(actor / "huggingface")
     assert trained.config.vocab_size == AutoConfig.from_pretrained(tmp_path / "policy").vocab_size
-    assert len(list(actor.glob(f"model_world_size_{RANKS}_rank_*.pt"))) == RANKS
+    assert sorted(p.name for p in actor.glob("model_world_size_*_rank_*.pt")) == [
+        f"model_world_size_{NODES}_rank_{rank}.pt" for rank in range(NODES)
+    ]
+    assert_one_of_each_on_every_node(two_nodes)
     timings["merge"] = assert_merged_shards_equal_the_saved_model(actor, tmp_path / "merged")
 
     timings["run_2"] = launch(
         tmp_path,
-        ray_head,
+        two_nodes,
         "run2",
         "trainer.total_training_steps=4",
         "trainer.save_freq=4",
@@ -176,7 +232,7 @@ def test_grpo_on_cpu_learns_checkpoints_and_resumes(tmp_path, ray_head):
     assert rollout_prompts(tmp_path / "rollouts", 4) != rollout_prompts(tmp_path / "rollouts", 1)
     assert (checkpoint / "latest_checkpointed_iteration.txt").read_text().strip() == "4"
     timings["inference_on_merged"] = inference_commands_on(
-        tmp_path / "merged", tmp_path / "demo/problems/dev.jsonl", ray_head, tmp_path
+        tmp_path / "merged", tmp_path / "demo/problems/dev.jsonl", two_nodes, tmp_path
     )
     print(
         json.dumps(
