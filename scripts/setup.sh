@@ -30,7 +30,7 @@ fi
 [ -x "$VENV/bin/python" ] || { log "creating $VENV"; "$PYTHON" -m venv "$VENV"; }
 PIP=("$VENV/bin/python" -m pip install --progress-bar off)
 # pip takes torch (on this kind of machine its find-links hold the CPU wheel, and uv does not read
-# pip's config); uv installs the rest, downloading in parallel: ~2 min for a new venv here, pip 5+ min.
+# pip's config); uv installs the rest, downloading in parallel (a new venv's time: docs/benchmarks.md); pip alone took 5+ min.
 # --compile-bytecode: uv does not byte-compile by default (pip does), and where PYTHONDONTWRITEBYTECODE
 # is set nothing is ever cached, so every Ray worker would compile vLLM, Ray and veRL from source.
 UV=("$VENV/bin/uv" pip install --python "$VENV/bin/python" --compile-bytecode)

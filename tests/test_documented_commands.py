@@ -57,11 +57,11 @@ def test_a_documented_module_answers_help(module):
     assert proc.returncode == 0 and "usage:" in proc.stdout, proc.stderr[-2000:]
 
 
-def test_readme_activates_the_environment_before_bare_python():
-    readme = (ROOT / "README.md").read_text()
-    for block in re.findall(r"```bash\n(.*?)```", readme, re.S):
+@pytest.mark.parametrize("doc", DOCS, ids=lambda path: path.name)
+def test_a_block_activates_the_environment_before_bare_python(doc):
+    for block in re.findall(r"```bash\n(.*?)```", doc.read_text(), re.S):
         activated = False
         for line in block.splitlines():
             activated = activated or line.startswith("source .venv/bin/activate")
             if re.match(r"(python|serve|ray)\s", line):
-                assert activated, f"README runs `{line}` without `source .venv/bin/activate` first"
+                assert activated, f"{doc.name} runs `{line}` without `source .venv/bin/activate` first"

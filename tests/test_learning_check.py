@@ -2,17 +2,8 @@
 check -- ``scripts/learning_check.sh``, COBALT GRPO on CPU -- which must pass, and the same run with
 the rewards handed to the wrong responses, which must fail.
 
-Measured (2026-11-25, 2-core machine shared with other jobs; docs/training.md, "The learning
-check"): with configs/train/learning_check.yaml, seed 1, the first 4 / last 4 step means of the
-reward were -0.064 / +0.197 (gain +0.26) and validation rose 0.12 -> 0.49 (+0.37); the
-same check run as `HOME=$(mktemp -d) bash scripts/learning_check.sh`: -0.031 / +0.222
-(gain +0.25), validation 0.10 -> 0.62 (+0.52), verdict passed.
-Per-step means scatter by 0.06-0.08 around their trend, the step-0 validation of the same policy
-by sd ~0.065 from run to run; the margins (0.10 and 0.10, cobalt/train/learning_check.py) sit about
-1.5 sd of that noise above zero. With the rewards
-shifted to the wrong responses (the broken twin below): -0.106 / -0.068 (gain +0.037),
-validation 0.185 -> 0.145 (-0.040): exit 1. With GRPO's advantages negated
-(tests/broken_advantage.py, run once, not a test): -0.094 / -0.990, validation 0.222 -> -1.000: exit 1.
+Every run of the check, learning and deliberately broken, with its numbers: docs/benchmarks.md
+("The learning check"). The margins sit about 1.5 sd of the run-to-run noise above zero.
 """
 
 from __future__ import annotations

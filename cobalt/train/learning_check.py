@@ -37,12 +37,9 @@ VAL_KEY = r"^val-core/.+/acc/mean@\d+$"
 
 @dataclasses.dataclass(frozen=True)
 class Criteria:
-    # Measured (configs/train/learning_check.yaml, 2026-11-25, seed 1): a learning run gained
-    # +0.26 in reward (first 4 steps -0.064, last 4 +0.197) and +0.37 in validation (0.12 -> 0.49);
-    # per-step reward means of one run scatter by ~0.08 around their trend (a window of 4: ~0.04,
-    # a difference of two windows: ~0.06) and the step-0 validation score of four runs of the same
-    # policy spread over 0.07-0.22 (sd ~0.065; a difference of two: ~0.09). Margins: about 1.5
-    # sd of that noise above zero, and less than half of the measured gains.
+    # Margins: about 1.5 sd of the measured run-to-run noise above zero (per-step reward means
+    # scatter around their trend, the step-0 validation of one policy varies from run to run), and
+    # less than half of the gains of the learning runs; the runs: docs/benchmarks.md.
     window: int = 4  # steps averaged at each end
     margin: float = 0.10  # last-window mean reward minus first-window mean, at least
     val_margin: float = 0.10  # last validation score minus the first, at least
