@@ -57,6 +57,17 @@ PROGRAMS = {
         "def late():\n    time.sleep(0.2)\n    print(int(x) * 2)\n"
         "x = input()\nthreading.Thread(target=late).start()\n"
     ),
+    # python3 waits for non-daemon threads however the main thread ends
+    "non_daemon_thread_prints_after_sys_exit": (
+        "import sys, threading, time\n"
+        "def late():\n    time.sleep(0.2)\n    print(int(x) * 2)\n"
+        "x = input()\nthreading.Thread(target=late).start()\nsys.exit(0)\n"
+    ),
+    "non_daemon_thread_prints_after_an_uncaught_error": (
+        "import threading, time\n"
+        "def late():\n    time.sleep(0.2)\n    print(int(x) * 2)\n"
+        "x = input()\nthreading.Thread(target=late).start()\nraise ValueError('main ends')\n"
+    ),
 }
 
 

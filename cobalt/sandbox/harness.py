@@ -309,13 +309,16 @@ def run_program(program):
     status = 0
     try:
         exec(program, {"__name__": "__main__", "__builtins__": builtins, "__file__": PROGRAM_NAME})
-        if "threading" in sys.modules:
-            sys.modules["threading"]._shutdown()
     except SystemExit as exc:
         status = exit_status(exc)
     except BaseException as exc:  # noqa: BLE001 - any uncaught error ends the program
         status = 1
         print_user_traceback(exc)
+    if "threading" in sys.modules:  # however the main thread ended, as the interpreter's exit does
+        try:
+            sys.modules["threading"]._shutdown()
+        except BaseException:  # noqa: BLE001 - e.g. interrupted while joining: exit all the same
+            pass
     if "atexit" in sys.modules:  # imported only by programs that may have registered handlers
         sys.modules["atexit"]._run_exitfuncs()  # prints and ignores their errors, as python3 does
     return flush_standard_streams(status)
