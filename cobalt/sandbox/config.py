@@ -31,6 +31,10 @@ class SandboxConfig:
     uid_base: int = 61000
     slots: int = 64
     scratch_root: str | None = None
+    # Contest-site judging, off by default (the defaults judge as the reference does):
+    judge: str = "reference"  # reference: stripped output equal | lcb: LiveCodeBench's line-by-line match
+    stdin: str = "pipe"  # pipe | file: a seekable file, as Codeforces gives it (os.fstat(0).st_size)
+    site: str = "off"  # off: python3 -S, as the reference | on: exit() and quit() defined, as python3
 
     def __post_init__(self):
         if self.backend not in ("auto", "bwrap", "landlock"):
@@ -39,6 +43,17 @@ class SandboxConfig:
             object.__setattr__(self, "cgroups", "auto" if self.cgroups else "off")
         if self.cgroups not in ("auto", "off"):
             raise ValueError(f"sandbox.cgroups must be auto or off, not {self.cgroups!r}")
+        if isinstance(self.site, bool):  # YAML reads a bare `on` / `off` as a boolean
+            object.__setattr__(self, "site", "on" if self.site else "off")
+        for name, allowed in (
+            ("judge", ("reference", "lcb")),
+            ("stdin", ("pipe", "file")),
+            ("site", ("off", "on")),
+        ):
+            if getattr(self, name) not in allowed:
+                raise ValueError(
+                    f"sandbox.{name} must be {' or '.join(allowed)}, not {getattr(self, name)!r}"
+                )
         for name in (
             "test_timeout_s",
             "wall_timeout_s",
@@ -82,6 +97,8 @@ class SandboxConfig:
             "max_processes": self.max_processes if dedicated_uid else 0,
             "dedicated_uid": dedicated_uid,
             "concurrency": self.test_concurrency,
+            "stdin_file": self.stdin == "file",
+            "site_builtins": self.site == "on",
         }
 
 

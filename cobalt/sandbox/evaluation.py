@@ -69,6 +69,6 @@ def evaluate(code: str, test_cases, config: SandboxConfig | None = None) -> dict
             passing.append(False)
             feedback.append(exception_feedback(test_input, run["message"]))
         else:
-            passing.append(is_pass(run, expected))
+            passing.append(is_pass(run, expected, cfg.judge))
             feedback.append(feedback_for(run, test_input, expected, cfg.test_timeout_s))
     return {"passing": passing, "feedback": feedback}

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import decimal
+
 REQUEST_TIMEOUT_FEEDBACK = (
     "TimeoutError: Program timed out because it did not finish running all test cases within 30 seconds."
 )
@@ -17,8 +19,35 @@ def trunc(text: str) -> str:
     return text[:KEEP_CHARS] + TRUNCATION_MARK + text[-KEEP_CHARS:]
 
 
-def is_pass(run: dict, expected: str) -> bool:
-    return run["status"] == "exit" and run["rc"] == 0 and run["stdout"].strip() == expected.strip()
+def is_pass(run: dict, expected: str, judge: str = "reference") -> bool:
+    """A clean exit whose output matches: the stripped texts equal (the reference), or with
+    ``judge="lcb"`` as LiveCodeBench grades standard output."""
+    if run["status"] != "exit" or run["rc"] != 0:
+        return False
+    if judge == "lcb":
+        return lcb_match(run["stdout"], expected)
+    return run["stdout"].strip() == expected.strip()
+
+
+def lcb_match(output: str, expected: str) -> bool:
+    """LiveCodeBench's comparison: the same number of stripped lines, each equal as text or, failing
+    that, as a list of decimal numbers (``1.0`` matches ``1.00``; ``1.000000001`` does not)."""
+    got, want = _stripped_lines(output), _stripped_lines(expected)
+    return len(got) == len(want) and all(map(_same_line, got, want))
+
+
+def _stripped_lines(text: str) -> list[str]:
+    return [line.strip() for line in text.strip().split("\n")]
+
+
+def _same_line(got: str, want: str) -> bool:
+    if got == want:
+        return True
+    try:
+        numbers = [decimal.Decimal(token) for token in got.split()]
+        return numbers == [decimal.Decimal(token) for token in want.split()]
+    except decimal.InvalidOperation:  # not numbers (or a signalling NaN)
+        return False
 
 
 def feedback_for(run: dict, test_input: str, expected: str, timeout_s: float) -> str:

@@ -297,9 +297,19 @@ def run_child(program, fds, workdir, limits, stdio, parent, landlock):
         sys.argv = [PROGRAM_NAME]
         sys.path[0:0] = [os.path.dirname(workdir)]  # as for `python3 solution.py`
         disable_destructive_functions()
+        if limits["site_builtins"]:
+            define_site_builtins()
         status = run_program(program)
     finally:
         os._exit(status)
+
+
+def define_site_builtins():
+    """``exit`` and ``quit`` as site.py defines them under plain ``python3`` (``-S`` has neither)."""
+    import _sitebuiltins
+
+    builtins.exit = _sitebuiltins.Quitter("exit", "Ctrl-D (i.e. EOF)")
+    builtins.quit = _sitebuiltins.Quitter("quit", "Ctrl-D (i.e. EOF)")
 
 
 def run_program(program):
@@ -376,7 +386,7 @@ def start_test(index, program, data, limits, loop, stdio, landlock):
     when the test ends)."""
     workdir = os.path.abspath(f"test-{index}")
     os.mkdir(workdir, 0o700)
-    in_r, in_w = os.pipe()
+    in_r, in_w = stdin_file(data) if limits["stdin_file"] else os.pipe()
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
     parent = os.getpid()
@@ -389,14 +399,27 @@ def start_test(index, program, data, limits, loop, stdio, landlock):
         pass  # the child already did it, or has exited
     for fd in (in_r, out_w, err_w):
         os.close(fd)
-    for fd in (in_w, out_r, err_r):
+    for fd in (out_r, err_r):
         os.set_blocking(fd, False)
     run = Run(index, pid, workdir, in_w, out_r, err_r, data, limits)
     loop.watch(run.pidfd, run, "exit")
     loop.watch(out_r, run, "out")
     loop.watch(err_r, run, "out")
-    loop.watch(in_w, run, "in", select.EPOLLOUT)
+    if in_w is not None:
+        os.set_blocking(in_w, False)
+        loop.watch(in_w, run, "in", select.EPOLLOUT)
     return run
+
+
+def stdin_file(data):
+    """The input as a seekable in-memory file at offset 0 (as a judge that redirects a file into
+    the program): ``os.fstat(0).st_size`` is its size. Nothing to feed: no writing end."""
+    fd = os.memfd_create("stdin", os.MFD_CLOEXEC)
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+    os.lseek(fd, 0, os.SEEK_SET)
+    return fd, None
 
 
 def close_stdin(run, loop):
