@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -162,3 +163,46 @@ def test_a_deep_tree_does_not_break_the_next_request(backend, tmp_path):
         assert leftovers == [], leftovers
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def test_remove_tree_never_follows_a_directory_swapped_for_a_link(tmp_path):
+    """A slot process still alive during cleanup watches for the directories the cleanup hoists
+    and swaps each for a link to a host directory: root must still remove only the scratch tree,
+    never the link's target nor change its mode."""
+    from cobalt.sandbox.harness import remove_tree
+
+    host = tmp_path / "host"
+    host.mkdir(mode=0o755)
+    for attempt in range(40):
+        for i in range(20):
+            (host / f"keep{i}").write_text("keep")
+        top = tmp_path / f"scratch-{attempt}"
+        for i in range(30):
+            (top / f"d{i}" / "e").mkdir(parents=True)
+            (top / f"d{i}" / "e" / "f").write_text("x")
+        done = threading.Event()
+        swapper = threading.Thread(target=swap_hoisted_dirs_for_links, args=(top, host, done))
+        swapper.start()
+        try:
+            remove_tree(str(top))
+        finally:
+            done.set()
+            swapper.join()
+        assert sorted(p.name for p in host.iterdir()) == sorted(f"keep{i}" for i in range(20)), attempt
+        assert host.stat().st_mode & 0o777 == 0o755
+        shutil.rmtree(top, ignore_errors=True)  # what the swapper moved aside
+
+
+def swap_hoisted_dirs_for_links(top: Path, host: Path, done: threading.Event) -> None:
+    while not done.is_set():
+        try:
+            names = os.listdir(top)
+        except OSError:
+            return
+        for name in names:
+            if name.startswith(".rm-") and not name.endswith("-away"):
+                try:
+                    os.rename(top / name, top / f"{name}-away")
+                    os.symlink(host, top / name)
+                except OSError:
+                    pass

@@ -18,7 +18,7 @@ SUM_OF_INPUT = {"inputs": ["3\n1 2 3\n"], "outputs": ["6\n"]}
 
 @pytest.fixture(params=["bwrap", "landlock"], scope="module")
 def cfg(request):
-    uid_base = {"bwrap": 62800, "landlock": 62900}[request.param]
+    uid_base = {"bwrap": 63200, "landlock": 63300}[request.param]
     return backend_config(request.param, uid_base=uid_base, slots=4)
 
 

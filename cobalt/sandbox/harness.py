@@ -575,8 +575,8 @@ def tree_usage(top, max_entries):
 
 
 def list_dir(path):
-    """Entries of a directory of ours, made readable again if a program locked it; [] if it is
-    gone, None if its path is too long to use."""
+    """Entries of a directory of ours (a path or an open descriptor), made readable again if a
+    program locked it; [] if it is gone, None if its path is too long to use."""
     for _ in range(2):
         try:
             with os.scandir(path) as it:
@@ -594,31 +594,75 @@ def list_dir(path):
 def remove_tree(top):
     """Delete ``top`` and everything in it without following a link, blocking on a FIFO or
     recursing, whatever the depth, links or permissions a program left: each subdirectory is
-    hoisted to ``top`` before it is emptied, so no path is longer than two names."""
-    pending, hoisted, tag = [top], 0, os.urandom(6).hex()  # tag: names a program cannot foresee
-    while pending:
-        path = pending.pop()
-        for entry in list_dir(path) or ():
-            if entry.is_dir(follow_symlinks=False):
-                hoisted += 1
-                target = os.path.join(top, ".rm-%s-%d" % (tag, hoisted))
-                try:
-                    os.rename(entry.path, target)
-                    pending.append(target)
-                except OSError:
-                    pass
-            else:
-                try:
-                    os.unlink(entry.path)  # links, FIFOs, sockets: the entry, never its target
-                except OSError:
-                    pass
-        if path != top:
+    hoisted into ``top`` before it is emptied, so no walk is deeper than two names. Everything is
+    done relative to directories opened with O_NOFOLLOW, never by path: a process of the slot
+    still alive that swaps a directory for a link while this runs (as root) only gets its link
+    unlinked, never its target emptied or chmod-ed."""
+    top_fd = open_dir(top)
+    if top_fd is None:
+        return
+    pending, hoisted, tag = [None], 0, os.urandom(6).hex()  # None: top itself
+    try:
+        while pending:
+            name = pending.pop()
+            fd = top_fd if name is None else open_dir(name, top_fd)
+            if fd is None:  # not a directory (any more): remove the entry itself
+                unlink_entry(name, top_fd)
+                continue
             try:
-                os.rmdir(path)
-            except OSError:
-                pass
+                for entry in list_dir(fd) or ():
+                    if entry.is_dir(follow_symlinks=False):
+                        hoisted += 1
+                        target = ".rm-%s-%d" % (tag, hoisted)
+                        try:
+                            os.rename(entry.name, target, src_dir_fd=fd, dst_dir_fd=top_fd)
+                            pending.append(target)
+                        except OSError:
+                            pass
+                    else:
+                        unlink_entry(entry.name, fd)  # links, FIFOs, sockets: the entry, never its target
+            finally:
+                if fd != top_fd:
+                    os.close(fd)
+            if name is not None:
+                try:
+                    os.rmdir(name, dir_fd=top_fd)
+                except OSError:
+                    unlink_entry(name, top_fd)  # swapped for a link meanwhile
+    finally:
+        os.close(top_fd)
     try:
         os.rmdir(top)
+    except OSError:
+        pass
+
+
+def open_dir(name, dir_fd=None):
+    """A descriptor of the directory ``name`` itself (never a link's target), made readable again
+    if a program locked it; None if it is no directory or gone."""
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        return os.open(name, flags, dir_fd=dir_fd)
+    except PermissionError:
+        pass
+    except OSError:
+        return None
+    try:  # chmod the directory we hold, through its descriptor, then open it again
+        held = os.open(name, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
+    except OSError:
+        return None
+    try:
+        os.chmod("/proc/self/fd/%d" % held, 0o700)
+        return os.open("/proc/self/fd/%d" % held, flags & ~os.O_NOFOLLOW)
+    except OSError:
+        return None
+    finally:
+        os.close(held)
+
+
+def unlink_entry(name, dir_fd):
+    try:
+        os.unlink(name, dir_fd=dir_fd)
     except OSError:
         pass
 
