@@ -22,22 +22,24 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import os
 import random
-import subprocess
 import sys
-import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
-from datetime import datetime
 from pathlib import Path
 
 from cobalt.config import from_dict, load_config
 from cobalt.eval.quickstart_report import METRICS_FILE, RunRecord, write_report
 from cobalt.jsonl import load_jsonl, write_jsonl
-from cobalt.serve.cluster import die_with_this_thread
-
-ROOT = Path(__file__).resolve().parents[1]
+from cobalt.stages import (
+    ROOT,
+    Chain,
+    Run,
+    fitted_lengths,
+    interrupt_on_sigterm,
+    pick_run_dir,
+    self_debug_side_by_side,
+    stop_engine,
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -58,115 +60,6 @@ class QuickstartConfig:
     train_eval_problems: int = 0  # the first N training problems, evaluated like the held-out ones
     engine_config: str = "engine"
     ray_num_cpus: int = 8
-
-
-def log(message: str) -> None:
-    print(f"[quickstart {datetime.now():%H:%M:%S}] {message}", flush=True)
-
-
-def line_count(path: Path) -> int:
-    return sum(1 for line in path.open(encoding="utf-8") if line.strip()) if path.exists() else 0
-
-
-def stop_gracefully(proc: subprocess.Popen, grace_s: float = 60.0) -> None:
-    """Ask a command to stop (SIGTERM) and give it ``grace_s`` before killing it: killed at once,
-    the launcher cannot stop its veRL trainer, which went on, orphaned, after an interrupt."""
-    proc.terminate()
-    try:
-        proc.wait(timeout=grace_s)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
-
-
-class Run:
-    """The run directory, the stage bookkeeping (times, skips) and the commands."""
-
-    def __init__(self, root: Path, cfg: QuickstartConfig, profile: str):
-        self.root, self.cfg, self.profile = root, cfg, profile
-        self.state_path = root / "stages.json"
-        self.state = json.loads(self.state_path.read_text()) if self.state_path.exists() else {}
-        self.address: str | None = None
-        self._lock = threading.Lock()  # stages of the two self-debugging chains run in threads
-        self._running: set[subprocess.Popen] = set()  # commands in flight
-
-    def stop_commands(self) -> None:
-        """Stop every command in flight (those of other threads: only the main one sees signals)."""
-        for proc in list(self._running):
-            stop_gracefully(proc)
-
-    def path(self, relative: str) -> Path:
-        path = self.root / relative
-        path.parent.mkdir(parents=True, exist_ok=True)
-        return path
-
-    def stage(self, name: str, done, action, concurrent: bool = False) -> None:
-        """Run ``action`` unless ``done()`` says its output is complete; record its time."""
-        if done():
-            log(f"{name}: done already, skipped")
-            with self._lock:
-                self.state.setdefault(name, {}).setdefault("seconds", 0.0)
-            return
-        self.timed(name, action, concurrent)
-        if not done():
-            raise RuntimeError(f"stage {name!r} finished without its output")
-
-    def timed(self, name: str, action, concurrent: bool = False):
-        """Run ``action`` and record its time; a ``concurrent`` stage ran beside another one (its
-        time is inside the enclosing block's and is not added to the total)."""
-        log(f"{name}: running")
-        with self._lock:  # keeps the report's order: a block before the stages that ran inside it
-            self.state.setdefault(name, {"seconds": 0.0})
-        started = time.monotonic()
-        result = action()
-        seconds = round(time.monotonic() - started, 1)
-        with self._lock:
-            self.state[name] = {"seconds": seconds, **({"concurrent": True} if concurrent else {})}
-            self.state_path.write_text(json.dumps(self.state, indent=1))
-        log(f"{name}: done in {seconds:.0f} s")
-        return result
-
-    def command(self, name: str, args: list[str], env: dict | None = None) -> None:
-        """Run one of the project's command lines, its output in ``logs/<name>.log``."""
-        log_path = self.path(f"logs/{name}.log")
-        printable = " ".join(str(a) for a in args)
-        with self._lock:
-            self.state.setdefault("commands", {})[name] = printable
-        log(f"  $ {printable}")
-        with open(log_path, "a") as out:
-            proc = subprocess.Popen(
-                [*die_with_this_thread(), *(str(a) for a in args)],
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                env={**os.environ, **(env or {})},
-                cwd=ROOT,
-            )
-        self._running.add(proc)
-        try:
-            returncode = proc.wait()
-        except BaseException:  # interrupted: the command stops too, cleanly
-            stop_gracefully(proc)
-            raise
-        finally:
-            self._running.discard(proc)
-        if returncode != 0:
-            tail = "".join(log_path.read_text(errors="replace").splitlines(keepends=True)[-30:])
-            raise RuntimeError(f"{name} failed (exit {returncode}); last lines of {log_path}:\n{tail}")
-
-    def inference_args(self) -> list[str]:
-        s = self.cfg.sampling
-        return [
-            "--address",
-            self.address,
-            "--engine_config",
-            self.cfg.engine_config,
-            "--temperature",
-            s.get("temperature", 0.6),
-            "--top_p",
-            s.get("top_p", 0.95),
-            "--max_tokens",
-            s.get("max_tokens", 256),
-        ]
 
 
 # ------------------------------------------------------------------------------------- stages
@@ -259,139 +152,13 @@ def warm_up(run: Run, base: Path, train: Path) -> Path:
     return out
 
 
-def evaluated(run: Run, tag: str) -> Path:
-    return run.root / f"{tag}/eval.jsonl"
-
-
-def self_debug(
-    run: Run, tag: str, model: Path, problems: Path, samples: int, turns: int, concurrent: bool = False
-) -> Path:
-    """single-turn → multi-turn → hidden-test evaluation; returns the evaluated trajectories."""
-    scripts = ROOT / "scripts"
-    single, multi, out = (
-        run.root / f"{tag}/single.jsonl",
-        run.root / f"{tag}/multi.jsonl",
-        evaluated(run, tag),
-    )
-    n = line_count(problems)
-    common = ["--model", model, *run.inference_args()]
-    run.stage(
-        f"{tag}: single-turn",
-        lambda: line_count(single) == n,
-        lambda: run.command(
-            f"{tag}_single",
-            [
-                scripts / "run_single_turn.py",
-                "-i",
-                problems,
-                "-o",
-                run.path(f"{tag}/single.jsonl"),
-                "-n",
-                samples,
-                *common,
-            ],
-        ),
-        concurrent,
-    )
-    run.stage(
-        f"{tag}: multi-turn",
-        lambda: line_count(multi) == n,
-        lambda: run.command(
-            f"{tag}_multi",
-            [scripts / "run_multi_turn.py", "-i", single, "-o", multi, "--turns", turns, *common],
-        ),
-        concurrent,
-    )
-    run.stage(
-        f"{tag}: hidden tests",
-        lambda: line_count(out) == n,
-        lambda: run.command(
-            f"{tag}_eval",
-            [
-                scripts / "eval_multi_turn.py",
-                "-i",
-                multi,
-                "-o",
-                out,
-                "--address",
-                run.address,
-                "--label",
-                tag,
-            ],
-        ),
-        concurrent,
-    )
-    return out
-
-
-def needs_generation(run: Run, tag: str, problems: Path) -> bool:
-    """Whether a self-debugging chain still has a stage that talks to the engine."""
-    n = line_count(problems)
-    return any(line_count(run.root / f"{tag}/{name}.jsonl") != n for name in ("single", "multi"))
-
-
-def deploy(run: Run, label: str, model: Path) -> None:
-    """Deploy the engine serving ``model`` and the evaluator before the stages that use them
-    (each command would deploy what is missing, but two deploying at once would race)."""
-    from cobalt.infer.runtime import EngineSpec, serve_evaluator, serve_model
-
-    def action():
-        serve_model(EngineSpec(kind="serve", model=str(model), config=run.cfg.engine_config))
-        serve_evaluator(None)
-
-    run.timed(f"{label}: deploy engine and evaluator", action)
-
-
-CHAIN_NAMES = {  # tag: what a self-debugging chain is, in stage names
-    "trajectories": "trajectories",
-    "eval_base": "base evaluation",
-    "eval_base_train": "base on training problems",
-    "eval_trained": "trained evaluation",
-    "eval_trained_train": "trained on training problems",
-}
-
-
-def self_debug_side_by_side(run: Run, label: str, model: Path, chains: dict[str, tuple]) -> dict[str, Path]:
-    """Self-debugging chains (``{tag: (problems, samples, turns)}``) of one model side by side on
-    one engine, so that a chain's few conversations share the engine's decode steps with the
-    others' instead of running alone afterwards (measured on 2 cores: deploy + trajectories and
-    base evaluation 875 s, one after the other 1,056 s). Returns each chain's evaluated file."""
-    if any(needs_generation(run, tag, problems) for tag, (problems, _, _) in chains.items()):
-        deploy(run, label, model)
-    if len(chains) == 1:
-        ((tag, args),) = chains.items()
-        return {tag: self_debug(run, tag, model, *args)}
-
-    def together():
-        with ThreadPoolExecutor(len(chains)) as pool:
-            futures = [
-                pool.submit(self_debug, run, tag, model, *args, concurrent=True)
-                for tag, args in chains.items()
-            ]
-            try:
-                for future in futures:
-                    future.result()
-            except BaseException:
-                run.stop_commands()
-                raise
-
-    def done():
-        return all(
-            line_count(evaluated(run, tag)) == line_count(problems)
-            for tag, (problems, _, _) in chains.items()
-        )
-
-    run.stage("self-debugging: " + " ∥ ".join(CHAIN_NAMES[tag] for tag in chains), done, together)
-    return {tag: evaluated(run, tag) for tag in chains}
-
-
 def evaluation_chains(run: Run, model_tag: str, heldout: Path, train_subset: Path | None) -> dict:
     """The evaluation chains of one model (``base`` or ``trained``): the held-out problems, and the
     training subset when the profile has one."""
     cfg = run.cfg
-    chains = {f"eval_{model_tag}": (heldout, cfg.eval_samples, cfg.eval_turns)}
+    chains = {f"eval_{model_tag}": Chain(heldout, cfg.eval_samples, cfg.eval_turns)}
     if train_subset is not None:
-        chains[f"eval_{model_tag}_train"] = (train_subset, cfg.eval_samples, cfg.eval_turns)
+        chains[f"eval_{model_tag}_train"] = Chain(train_subset, cfg.eval_samples, cfg.eval_turns)
     return chains
 
 
@@ -457,59 +224,7 @@ def grpo(run: Run, parquet_dir: Path, model: Path) -> Path:
     return out
 
 
-def fitted_lengths(profile_name: str, parquet: Path, tokenizer_dir: Path, multiple: int = 64) -> list[str]:
-    """Overrides that shrink the prompt length to the longest prompt of ``parquet`` (rounded up).
-
-    On CPU every row is padded to prompt + response length (no remove-padding kernels), so a
-    profile's 1024-token prompt slot around 250-token prompts triples the cost of each step; the
-    profile's value stays the upper bound (longer prompts are still filtered out by veRL)."""
-    import pandas as pd
-    from transformers import AutoTokenizer
-
-    from cobalt.train.profile import load_profile
-
-    overrides = load_profile(profile_name).overrides
-    limit, response = int(overrides["data.max_prompt_length"]), int(overrides["data.max_response_length"])
-    tokenizer = AutoTokenizer.from_pretrained(str(tokenizer_dir))
-    longest = max(
-        len(
-            tokenizer.apply_chat_template(
-                [dict(m) for m in messages], add_generation_prompt=True, return_dict=False
-            )
-        )
-        for messages in pd.read_parquet(parquet, columns=["prompt"])["prompt"]
-    )
-    fitted = min(limit, -(-longest // multiple) * multiple)
-    return [
-        f"data.max_prompt_length={fitted}",
-        f"actor_rollout_ref.rollout.max_model_len={fitted + response}",
-    ]
-
-
-def stop_engine(run: Run) -> None:
-    """Free the engine app's CPUs and memory (the next model or the trainer needs them)."""
-    from ray import serve
-
-    from cobalt.serve.engine import load_engine_config
-
-    app = load_engine_config(run.cfg.engine_config).app_name
-    if app in serve.status().applications:
-        log(f"stopping the engine app {app!r}")
-        serve.delete(app)
-
-
 # ---------------------------------------------------------------------------------------- main
-def pick_run_dir(runs: Path, explicit: str | None, new: bool) -> Path:
-    """``--run_dir``, else the newest unfinished run (to resume), else a new timestamped one."""
-    if explicit:
-        return Path(explicit)
-    if not new and runs.exists():
-        unfinished = sorted(p for p in runs.iterdir() if p.is_dir() and not (p / "report/report.md").exists())
-        if unfinished:
-            return unfinished[-1]
-    return runs / datetime.now().strftime("%Y%m%d-%H%M%S")
-
-
 def run_pipeline(run: Run) -> Path:
     from cobalt.serve.cluster import connect, ray_cluster
 
@@ -523,11 +238,13 @@ def run_pipeline(run: Run) -> Path:
     # the trainer's CPU platform asks Ray for (fake) GPUs: the head declares what the profile needs
     ray_needs = load_profile(run.cfg.train_profile).ray
     num_cpus = max(run.cfg.ray_num_cpus, int(ray_needs.get("num_cpus", 0)))
-    with ray_cluster(None, num_cpus=num_cpus, num_gpus=int(ray_needs.get("num_gpus", 0)), log=log) as address:
+    with ray_cluster(
+        None, num_cpus=num_cpus, num_gpus=int(ray_needs.get("num_gpus", 0)), log=run.log
+    ) as address:
         run.address = address
         connect(address)
         cfg = run.cfg
-        base_chains = {"trajectories": (train, cfg.train_samples, cfg.train_turns),
+        base_chains = {"trajectories": Chain(train, cfg.train_samples, cfg.train_turns),
                        **evaluation_chains(run, "base", heldout, train_subset)}  # fmt: skip
         base_evals = self_debug_side_by_side(run, "base model", warm, base_chains)
         parquet_dir = bandit_data(run, base_evals["trajectories"], warm)
@@ -591,17 +308,18 @@ def main(argv=None) -> int:
         return 0
     root = pick_run_dir(ROOT / "runs", args.run_dir, args.new)
     root.mkdir(parents=True, exist_ok=True)
-    log(f"run directory {root} (profile {args.profile}); re-run the same command to resume")
-    signal_handler()
+    run = Run(root, cfg, args.profile)
+    run.log(f"run directory {root} (profile {args.profile}); re-run the same command to resume")
+    interrupt_on_sigterm()
     try:
-        report = run_pipeline(Run(root, cfg, args.profile))
+        report = run_pipeline(run)
     except KeyboardInterrupt:
-        log("interrupted; re-run the same command to resume")
+        run.log("interrupted; re-run the same command to resume")
         return 130
     except (RuntimeError, ValueError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
-    log(f"report: {report}")
+    run.log(f"report: {report}")
     return 0
 
 
@@ -613,15 +331,6 @@ def dry_run_plan(cfg: QuickstartConfig) -> dict:
     grpo = {k: overrides.get(k) for k in ("data.train_batch_size", "actor_rollout_ref.rollout.n",
                                           "actor_rollout_ref.actor.optim.lr")}  # fmt: skip
     return {"settings": dataclasses.asdict(cfg), "grpo_profile": grpo}
-
-
-def signal_handler() -> None:
-    import signal
-
-    def interrupt(signum, frame):
-        raise KeyboardInterrupt(f"signal {signum}")
-
-    signal.signal(signal.SIGTERM, interrupt)
 
 
 if __name__ == "__main__":

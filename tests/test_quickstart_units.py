@@ -136,31 +136,31 @@ def test_the_learn_profile_evaluates_a_subset_of_its_training_problems(tmp_path)
 def test_one_models_chains_run_side_by_side_in_one_block_after_one_deploy(tmp_path, monkeypatch):
     """The orchestration only: which chains run, in one block, on one deploy (the chains' commands
     themselves are exercised by tests/test_quickstart.py)."""
-    from cobalt import quickstart
+    from cobalt import quickstart, stages
 
     problems = tmp_path / "p.jsonl"
     problems.write_text('{"id": 1}\n{"id": 2}\n')
     calls = []
 
-    def fake_chain(run, tag, model, problems, samples, turns, concurrent=False):
-        calls.append((tag, samples, turns, concurrent))
+    def fake_chain(run, tag, model, chain, concurrent=False):
+        calls.append((tag, chain.samples, chain.turns, concurrent))
         for name in ("single", "multi", "eval"):  # one line per problem, as the real chain's
-            run.path(f"{tag}/{name}.jsonl").write_text(problems.read_text())
+            run.path(f"{tag}/{name}.jsonl").write_text(chain.problems.read_text())
 
-    monkeypatch.setattr(quickstart, "self_debug", fake_chain)
-    monkeypatch.setattr(quickstart, "deploy", lambda run, label, model: calls.append(("deploy", label)))
+    monkeypatch.setattr(stages, "self_debug", fake_chain)
+    monkeypatch.setattr(stages, "deploy", lambda run, label, model: calls.append(("deploy", label)))
     run = quickstart.Run(tmp_path, quickstart.QuickstartConfig(eval_samples=3, eval_turns=5), "test")
     chains = quickstart.evaluation_chains(run, "trained", problems, problems)
-    out = quickstart.self_debug_side_by_side(run, "trained model", tmp_path / "m", chains)
+    out = stages.self_debug_side_by_side(run, "trained model", tmp_path / "m", chains)
     assert calls[0] == ("deploy", "trained model")
     assert sorted(calls[1:]) == [("eval_trained", 3, 5, True), ("eval_trained_train", 3, 5, True)]
-    assert out == {tag: quickstart.evaluated(run, tag) for tag in ("eval_trained", "eval_trained_train")}
+    assert out == {tag: stages.evaluated(run, tag) for tag in ("eval_trained", "eval_trained_train")}
     assert "self-debugging: trained evaluation ∥ trained on training problems" in run.state
     # complete: a second call neither deploys nor runs a chain
     calls.clear()
-    quickstart.self_debug_side_by_side(run, "trained model", tmp_path / "m", chains)
+    stages.self_debug_side_by_side(run, "trained model", tmp_path / "m", chains)
     assert calls == []
     # one chain (the default profile's trained evaluation) runs on its own, not in a block
     alone = quickstart.evaluation_chains(run, "base", problems, None)
-    quickstart.self_debug_side_by_side(run, "base model", tmp_path / "m", alone)
+    stages.self_debug_side_by_side(run, "base model", tmp_path / "m", alone)
     assert calls == [("deploy", "base model"), ("eval_base", 3, 5, False)]
