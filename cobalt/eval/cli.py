@@ -22,7 +22,7 @@ from cobalt.data.trajectories import read_trajectories
 from cobalt.errors import DataError
 from cobalt.eval.hidden import evaluate_record
 from cobalt.eval.report import summarize, write_reports
-from cobalt.infer.cli import inference_settings, main_guard
+from cobalt.infer.cli import add_num_gpus, inference_settings, main_guard
 from cobalt.infer.runtime import open_runtime
 from cobalt.infer.stream import stream_records
 
@@ -57,6 +57,7 @@ def evaluate_file(args) -> dict:
         evaluator_config=args.evaluator_config,
         address=args.address,
         num_cpus=settings["ray_num_cpus"],
+        num_gpus=args.num_gpus,
     ) as runtime:
 
         async def go():
@@ -112,6 +113,7 @@ def main(argv=None) -> None:
     p.add_argument("--address", default=None, help="join this Ray cluster instead of starting a private head")
     p.add_argument("--evaluator", choices=["serve", "local"], default="serve")
     p.add_argument("--evaluator_config", default=None)
+    add_num_gpus(p)
     p.add_argument("--concurrency", type=positive_int, default=4, help="problems in flight")
     p.add_argument("--evaluator_concurrency", type=positive_int, default=settings["evaluator_concurrency"])
     args = p.parse_args(argv)

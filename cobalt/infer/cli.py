@@ -16,7 +16,7 @@ import signal
 import sys
 import time
 
-from cobalt.argtypes import fraction, non_negative_float, positive_int
+from cobalt.argtypes import fraction, non_negative_float, non_negative_int, positive_int
 from cobalt.config import load_config
 from cobalt.data.execute import Executor
 from cobalt.errors import ConfigError, DataError
@@ -30,6 +30,15 @@ log = logging.getLogger("cobalt.infer")
 
 def inference_settings() -> dict:
     return load_config("inference")
+
+
+def add_num_gpus(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--num_gpus",
+        type=non_negative_int,
+        default=None,
+        help="GPUs the private Ray head offers (default: the GPUs detected on this machine)",
+    )
 
 
 def base_parser(description: str) -> argparse.ArgumentParser:
@@ -62,6 +71,7 @@ def base_parser(description: str) -> argparse.ArgumentParser:
     )
     p.add_argument("--engine_config", default="engine", help="configs/<name>.yaml of the Serve engine")
     p.add_argument("--evaluator_config", default=None, help="configs/<name>.yaml of the evaluator")
+    add_num_gpus(p)
     p.add_argument("--temperature", type=non_negative_float, default=settings["sampling"]["temperature"])
     p.add_argument("--top_p", type=fraction, default=settings["sampling"]["top_p"])
     p.add_argument("--max_tokens", type=positive_int, default=settings["sampling"]["max_tokens"])
@@ -106,6 +116,7 @@ def run_job(args, records: list[dict], make_step, desc: str) -> dict:
         evaluator_config=args.evaluator_config,
         address=args.address,
         num_cpus=settings["ray_num_cpus"],
+        num_gpus=args.num_gpus,
     ) as runtime:
 
         async def go():

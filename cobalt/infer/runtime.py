@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -82,6 +83,16 @@ def _disconnect() -> None:
     ray.shutdown()
 
 
+def private_head_gpus(address: str | None, override: int | None) -> tuple[int, str | None]:
+    """GPUs of the private head a job would start, and why; ``(0, None)`` when it joins a cluster
+    (``address`` or ``$RAY_ADDRESS``) and starts no head."""
+    if address or os.environ.get("RAY_ADDRESS"):
+        return 0, None
+    from cobalt.serve.cluster import head_gpus
+
+    return head_gpus(override, cpu_platform=False)
+
+
 @contextlib.contextmanager
 def open_runtime(
     *,
@@ -90,8 +101,11 @@ def open_runtime(
     evaluator_config: str | None = None,
     address: str | None = None,
     num_cpus: int | None = None,
+    num_gpus: int | None = None,
 ) -> Iterator[Runtime]:
-    """The evaluator (and model) a job uses; everything it started is stopped on exit."""
+    """The evaluator (and model) a job uses; everything it started is stopped on exit. A private
+    head offers ``num_gpus`` GPUs (``--num_gpus``), by default the GPUs detected on this machine,
+    so ``--engine_config engine_paper`` can place its vLLM replicas."""
     if evaluator not in ("serve", "local"):
         raise ConfigError(f"unknown evaluator {evaluator!r}: expected 'serve' or 'local'")
     if engine is not None and engine.kind not in ("serve", "litellm"):
@@ -101,7 +115,10 @@ def open_runtime(
         if needs_ray:
             from cobalt.serve.cluster import connect, ray_cluster
 
-            address = stack.enter_context(ray_cluster(address, num_cpus=num_cpus, log=log.info))
+            gpus, why = private_head_gpus(address, num_gpus)
+            address = stack.enter_context(
+                ray_cluster(address, num_cpus=num_cpus, num_gpus=gpus, gpus_why=why, log=log.info)
+            )
             connect(address)
             stack.callback(_disconnect)
         model = None

@@ -258,19 +258,106 @@ def exported(env: dict[str, str], drop: tuple[str, ...] = ()) -> Iterator[None]:
                 os.environ[key] = value
 
 
+def _visible_devices(value: str) -> int:
+    """GPUs CUDA_VISIBLE_DEVICES leaves visible: its ids up to the first invalid one (``-1``
+    hides every GPU, as CUDA stops at an invalid id); an empty value hides all."""
+    count = 0
+    for item in value.split(","):
+        item = item.strip()
+        if not item or item.startswith("-"):
+            break
+        count += 1
+    return count
+
+
+def _nvidia_smi_gpus() -> int | None:
+    """GPUs ``nvidia-smi -L`` lists (lines ``GPU N: ...``), or None without a working nvidia-smi."""
+    smi = shutil.which("nvidia-smi")
+    if not smi:
+        return None
+    try:
+        done = subprocess.run([smi, "-L"], capture_output=True, text=True, timeout=15)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if done.returncode != 0:
+        return None
+    return sum(1 for line in done.stdout.splitlines() if line.startswith("GPU "))
+
+
+def _torch_gpus() -> int | None:
+    """torch's CUDA device count, only when torch is already imported (importing it costs seconds)."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return None
+    try:
+        return int(torch.cuda.device_count())
+    except Exception:
+        return None
+
+
+def gpu_count() -> tuple[int, str]:
+    """This machine's GPUs and how they were found: ``CUDA_VISIBLE_DEVICES`` when set, else
+    ``nvidia-smi -L``, else torch (if already imported); 0 when none of them says. Never raises."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None:
+        return _visible_devices(visible), f"detected: CUDA_VISIBLE_DEVICES={visible!r}"
+    listed = _nvidia_smi_gpus()
+    if listed is not None:
+        return listed, "detected: nvidia-smi -L"
+    counted = _torch_gpus()
+    if counted is not None:
+        return counted, "detected: torch.cuda.device_count()"
+    return 0, "detected: no nvidia-smi and no CUDA_VISIBLE_DEVICES"
+
+
+def detect_gpus() -> int:
+    """The number of GPUs on this machine (:func:`gpu_count` without the reason)."""
+    return gpu_count()[0]
+
+
+def head_gpus(override: int | None, cpu_platform: bool, needed: int = 0) -> tuple[int, str]:
+    """GPUs a private Ray head should offer, and why: ``override`` (``--num_gpus``) when given;
+    on the CPU platform ``needed`` fake GPUs (a Ray resource veRL's CPU workers ask for); else the
+    GPUs detected here. Raises :class:`~cobalt.errors.ConfigError` (one line) when that is fewer
+    than ``needed``: the run would wait for GPUs that never come."""
+    from cobalt.errors import ConfigError
+
+    if override is not None:
+        count, why = override, f"--num_gpus {override}"
+    elif cpu_platform:
+        count, why = needed, "CPU platform: fake GPUs, one per FSDP rank"
+    else:
+        count, why = gpu_count()
+    if count < needed:
+        raise ConfigError(
+            f"the run needs {needed} GPUs (trainer.nnodes x trainer.n_gpus_per_node) but a private Ray "
+            f"head here would offer {count} ({why}); run on a machine with {needed} GPUs, join a "
+            "cluster with --address, or rehearse it on CPU with --rehearse"
+        )
+    return count, why
+
+
 @contextlib.contextmanager
 def ray_cluster(
-    address: str | None = None, *, num_cpus: int | None = None, num_gpus: int = 0, log=print
+    address: str | None = None,
+    *,
+    num_cpus: int | None = None,
+    num_gpus: int = 0,
+    gpus_why: str | None = None,
+    log=print,
 ) -> Iterator[str]:
     """Join ``address`` (or ``$RAY_ADDRESS``), or start a :class:`PrivateRayHead`; export the join
     environment into ``os.environ`` (so a later :func:`connect` here and subprocesses both work);
-    yield the address; on exit stop only a head started here and restore ``os.environ``."""
+    yield the address; on exit stop only a head started here and restore ``os.environ``.
+    ``gpus_why``: why the head offers ``num_gpus`` GPUs (:func:`head_gpus`), said in the log."""
     address = address or os.environ.get("RAY_ADDRESS")
     if address:
         log(f"joining the Ray cluster at {address}")
         with exported(join_env(address)):
             yield address
         return
+    if gpus_why:
+        log(f"the private Ray head offers {num_gpus} GPUs ({gpus_why})")
     head = PrivateRayHead(num_cpus or os.cpu_count() or 2, num_gpus)
     try:
         join_with = " ".join(f"{key}={value}" for key, value in head.env().items())

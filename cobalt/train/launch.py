@@ -14,14 +14,18 @@ the reward's scores in flight lowered to what the evaluator runs at once (said i
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
+import netrc
 import os
 import signal
 import subprocess
 import sys
 from pathlib import Path
 
-from cobalt.serve.cluster import ray_cluster
+from cobalt.argtypes import non_negative_int
+from cobalt.errors import ConfigError
+from cobalt.serve.cluster import head_gpus, ray_cluster
 from cobalt.train import rehearsal
 from cobalt.train.profile import (
     Profile,
@@ -99,6 +103,28 @@ def main_ppo_command(overrides: list[str]) -> list[str]:
     return [sys.executable, "-m", "verl.trainer.main_ppo", *overrides]
 
 
+@dataclasses.dataclass(frozen=True)
+class HeadPlan:
+    """The private Ray head the launcher would start: its logical CPUs and GPUs, and why so many GPUs."""
+
+    num_cpus: int
+    num_gpus: int
+    gpus_why: str
+
+
+def head_plan(profile: Profile, overrides: list[str], num_gpus: int | None = None) -> HeadPlan:
+    """The private head for ``overrides``' FSDP ranks. On the CPU platform (``VERL_PLATFORM=cpu``)
+    its GPUs are fake, ``max(ray.num_gpus, ranks)``; on a GPU machine the GPUs detected there, and
+    ConfigError (one line) at once when fewer than the ranks, instead of a run that waits for them.
+    ``num_gpus`` (``--num_gpus``) overrides either."""
+    ray_cfg, ranks = profile.ray, world_size(overrides)
+    cpus = int(ray_cfg.get("num_cpus", os.cpu_count() or 2)) + int(ray_cfg.get("cpus_per_rank", 0)) * ranks
+    cpu_platform = os.environ.get("VERL_PLATFORM") == "cpu"
+    needed = max(int(ray_cfg.get("num_gpus", 0)), ranks) if cpu_platform else ranks
+    gpus, why = head_gpus(num_gpus, cpu_platform, needed)
+    return HeadPlan(cpus, gpus, why)
+
+
 def run(
     profile: Profile,
     address: str | None,
@@ -106,6 +132,7 @@ def run(
     extra: list[str],
     dry_run: bool = False,
     rehearse: bool = False,
+    num_gpus: int | None = None,
 ) -> int:
     staged = None
     if rehearse:
@@ -115,32 +142,40 @@ def run(
     profile = with_shell_plugins(profile, os.environ)
     os.environ.update({k: str(v) for k, v in profile.env.items()})
     joined = bool(address)
+    wandb_note = wandb_offline_note(trainer_loggers(hydra_overrides(profile, logger, extra)), os.environ)
+    if wandb_note:
+        os.environ["WANDB_MODE"] = "offline"  # before the overrides: forwarded to a joined cluster
     overrides = hydra_overrides(profile, logger, extra, forward_env=joined)
-    overrides, note = within_evaluator_capacity(overrides, evaluator_capacity(profile.evaluator_config))
+    capacity = evaluator_capacity(profile.evaluator_config)
+    overrides, note = within_evaluator_capacity(overrides, capacity)
     notes = [note] if note else []
     if dry_run:
         plan = {
             "env": profile.env,
             "address": address,
+            "evaluator": {"config": profile.evaluator_config, "capacity": capacity},
+            "ray_head": None if joined else _head_plan_or_error(profile, overrides, num_gpus),
+            "wandb": wandb_note,
             "command": main_ppo_command(overrides),
             "notes": notes,
         }
         print(json.dumps(plan, indent=1))
         return 0
-    for note in notes:
-        _log(note)
+    head = None if joined else head_plan(profile, overrides, num_gpus)  # fails before any work
+    for line in [wandb_note, *notes]:
+        if line:
+            _log(line)
     # SIGTERM unwinds like Ctrl-C: the running step is killed and a private head stopped
     signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
     prepare(profile, overrides)
     if staged:
         rehearsal.prepare(staged, overrides, _log)
         os.environ.setdefault("VERL_FILE_LOGGER_PATH", str(rehearsal.metrics_file(overrides)))
-    ray_cfg = profile.ray
     with ray_cluster(
         address,
-        num_cpus=int(ray_cfg.get("num_cpus", os.cpu_count() or 2))
-        + int(ray_cfg.get("cpus_per_rank", 0)) * world_size(overrides),
-        num_gpus=max(int(ray_cfg.get("num_gpus", 0)), world_size(overrides)),
+        num_cpus=head.num_cpus if head else None,
+        num_gpus=head.num_gpus if head else 0,
+        gpus_why=head.gpus_why if head else None,
         log=_log,
     ) as address:
         start_evaluator(address, profile.evaluator_config)
@@ -150,6 +185,44 @@ def run(
     if staged and returncode == 0:
         rehearsal.report(overrides, Path(os.environ["VERL_FILE_LOGGER_PATH"]), _log)
     return returncode
+
+
+def _head_plan_or_error(profile: Profile, overrides: list[str], num_gpus: int | None) -> dict:
+    try:
+        return dataclasses.asdict(head_plan(profile, overrides, num_gpus))
+    except ConfigError as e:
+        return {"error": str(e)}
+
+
+def trainer_loggers(overrides: list[str]) -> list[str]:
+    """``trainer.logger``'s names (``[console,wandb]``, ``console``, quoted or not)."""
+    value = override_value(overrides, "trainer.logger") or ""
+    return [name.strip(" '\"") for name in value.strip("[]").split(",") if name.strip(" '\"")]
+
+
+WANDB_HOST = "api.wandb.ai"
+
+
+def wandb_offline_note(loggers: list[str], environ, netrc_path: str | None = None) -> str | None:
+    """When the run logs to W&B with no way to log in (no ``WANDB_API_KEY``, no ``WANDB_MODE`` of
+    offline/disabled, no ``~/.netrc`` entry for api.wandb.ai), the line saying it logs offline
+    instead (the launcher then sets ``WANDB_MODE=offline``); None otherwise. Without it wandb
+    would stop the trainer asking for a key, after the model is loaded."""
+    if "wandb" not in loggers or environ.get("WANDB_API_KEY"):
+        return None
+    if environ.get("WANDB_MODE", "").lower() in ("offline", "disabled", "dryrun"):
+        return None
+    if _netrc_has(netrc_path or environ.get("NETRC") or os.path.expanduser("~/.netrc"), WANDB_HOST):
+        return None
+    where = os.path.join(environ.get("WANDB_DIR") or os.getcwd(), "wandb")
+    return f"W&B: no WANDB_API_KEY, logging offline to {where}; sync later with `wandb sync`"
+
+
+def _netrc_has(path: str, host: str) -> bool:
+    try:
+        return netrc.netrc(path).authenticators(host) is not None
+    except (OSError, netrc.NetrcParseError):
+        return False
 
 
 def _log(message: str) -> None:
@@ -178,9 +251,29 @@ def main(argv=None) -> int:
         help="one GRPO step of the profile's topology and batch arithmetic on CPU, with a tiny "
         "model of its family (configs/rehearsal.yaml; every change is printed)",
     )
+    parser.add_argument(
+        "--evaluator_config",
+        default=None,
+        help="configs/<name>.yaml of the evaluator (default: the profile's evaluator_config; "
+        "evaluator_paper for the paper's 80-replica layout)",
+    )
+    parser.add_argument(
+        "--num_gpus",
+        type=non_negative_int,
+        default=None,
+        help="GPUs a private Ray head offers (default: those detected; on the CPU platform, fake "
+        "GPUs for the FSDP ranks)",
+    )
     args, extra = parser.parse_known_args(argv)
     logger = args.logger.split(",") if args.logger else None
-    return run(load_profile(args.profile), args.address, logger, extra, args.dry_run, args.rehearse)
+    profile = load_profile(args.profile)
+    if args.evaluator_config:
+        profile = dataclasses.replace(profile, evaluator_config=args.evaluator_config)
+    try:
+        return run(profile, args.address, logger, extra, args.dry_run, args.rehearse, args.num_gpus)
+    except ConfigError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":
