@@ -28,6 +28,8 @@ import time
 from pathlib import Path
 
 from cobalt.config import from_dict, load_config
+from cobalt.data.embedded import PROBLEM_SETS
+from cobalt.data.sources import file_shape
 from cobalt.eval.quickstart_report import METRICS_FILE, RunRecord, write_report
 from cobalt.jsonl import load_jsonl, write_jsonl
 from cobalt.stages import (
@@ -78,20 +80,46 @@ def export_model(run: Run) -> Path:
     return out
 
 
+def problem_records(run: Run) -> list[dict]:
+    """The problems of ``cfg.problems``: an embedded set, a problem-records file, or a TACO-verified
+    or LiveCodeBench file as those datasets ship (converted by their preproc command first)."""
+    from cobalt.data.embedded import PROBLEM_SETS
+    from cobalt.infer.records import load_problems
+
+    if run.cfg.problems in PROBLEM_SETS:  # "embedded", "embedded_easy"
+        from cobalt.data.embedded import problem_records as embedded_records
+
+        return embedded_records(path=PROBLEM_SETS[run.cfg.problems])
+    shape = file_shape(run.cfg.problems)
+    if shape == "problems":
+        return load_problems(run.cfg.problems)
+    converted = convert_problems(run, run.cfg.problems, shape)
+    return load_problems(str(converted))
+
+
+def convert_problems(run: Run, source: str, shape: str, name: str = "problems") -> Path:
+    """``preproc/preproc_taco.py`` or ``preproc/preproc_lcb_test6.py`` on a raw file; the records'
+    path. TACO's reference solutions are checked in the sandbox (in this process), as the reference
+    does; its train/dev split is left to the caller (``--dev_ratio 0``)."""
+    if shape == "taco":
+        out_dir = run.root / f"data/{name}_taco"
+        out = out_dir / "taco_verified_filtered.jsonl"
+        args = [ROOT / "preproc/preproc_taco.py", "--input_file", source, "--output_dir", out_dir,
+                "--dev_ratio", 0, "--evaluator", "local"]  # fmt: skip
+    else:
+        out = run.root / f"data/{name}_lcb.jsonl"
+        args = [ROOT / "preproc/preproc_lcb_test6.py", "--input_file", source, "--output_file", out]
+    run.stage(
+        f"{name}: {shape} file to problem records", out.exists, lambda: run.command(f"{name}_preproc", args)
+    )
+    return out
+
+
 def split_problems(run: Run) -> tuple[Path, Path]:
     train, heldout = run.root / "data/train_problems.jsonl", run.root / "data/heldout_problems.jsonl"
+    records = problem_records(run)  # a raw file is converted first (a stage of its own)
 
     def write():
-        from cobalt.data.embedded import PROBLEM_SETS
-
-        if run.cfg.problems in PROBLEM_SETS:  # "embedded", "embedded_easy"
-            from cobalt.data.embedded import problem_records
-
-            records = problem_records(path=PROBLEM_SETS[run.cfg.problems])
-        else:
-            from cobalt.infer.records import load_problems
-
-            records = load_problems(run.cfg.problems)
         random.Random(run.cfg.seed).shuffle(records)
         need = run.cfg.train_problems + run.cfg.heldout_problems
         if len(records) < need:
@@ -123,32 +151,30 @@ def train_eval_subset(run: Run, train: Path) -> Path | None:
 
 
 def warm_up(run: Run, base: Path, train: Path) -> Path:
-    out = run.root / "models/warm"
+    """SFT on reference solutions, so that the small CPU model writes the answer layout (as shipped
+    SmolLM2 never writes ``</think>``: every reward would be -1). Only for the embedded SmolLM2
+    unless the profile sets ``warmup.enabled``: a model of your own, e.g. an 8B reasoning model,
+    is used as it is. Solutions come from the embedded sets, the records, or the raw TACO file;
+    LiveCodeBench files carry none, and the warm-up then answers the embedded problems."""
     w = run.cfg.warmup
-    run.stage(
-        "SFT warm-up",
-        lambda: (out / "warm_up.json").exists(),
-        lambda: run.command(
-            "warmup",
-            [
-                sys.executable,
-                "-m",
-                "cobalt.train.sft",
-                "--model",
-                base,
-                "--problems",
-                train,
-                "--out",
-                out,
-                "--epochs",
-                w.get("epochs", 2),
-                "--lr",
-                w.get("lr", 1e-4),
-                "--batch_size",
-                w.get("batch_size", 4),
-            ],
-        ),
-    )
+    if not w.get("enabled", run.cfg.model == "smollm2"):
+        run.log(f"SFT warm-up: not for {base} (warmup.enabled is off); the model is used as it is")
+        return base
+    out = run.root / "models/warm"
+    problems, solutions = train, []
+    if run.cfg.problems not in PROBLEM_SETS and file_shape(run.cfg.problems) == "taco":
+        solutions = ["--solutions", run.cfg.problems]
+    elif run.cfg.problems not in PROBLEM_SETS and file_shape(run.cfg.problems) == "lcb":
+        problems = run.path("data/warm_up_problems.jsonl")
+        run.log("SFT warm-up: LiveCodeBench records carry no solutions; warming up on the embedded problems")
+        if not problems.exists():
+            from cobalt.data.embedded import problem_records as embedded_records
+
+            write_jsonl(problems, embedded_records(path=PROBLEM_SETS["embedded"]), overwrite=True)
+    cmd = [sys.executable, "-m", "cobalt.train.sft", "--model", base, "--problems", problems, *solutions,
+           "--out", out, "--epochs", w.get("epochs", 2), "--lr", w.get("lr", 1e-4),
+           "--batch_size", w.get("batch_size", 4)]  # fmt: skip
+    run.stage("SFT warm-up", lambda: (out / "warm_up.json").exists(), lambda: run.command("warmup", cmd))
     return out
 
 

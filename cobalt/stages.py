@@ -95,6 +95,7 @@ class Run:
         return result
 
     def save_state(self) -> None:
+        self.state_path.parent.mkdir(parents=True, exist_ok=True)
         self.state_path.write_text(json.dumps(self.state, indent=1))
 
     def command(self, name: str, args: list, env: dict | None = None) -> None:

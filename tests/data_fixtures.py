@@ -58,3 +58,31 @@ def trajectory(
         "public_pass_rates": public_rates if public_rates is not None else [list(r) for r in rates],
         "all_pass_rates": [list(r) for r in rates],
     }
+
+
+def taco_file(path, limit: int | None = None, id_prefix: str = "taco-"):
+    """The embedded problems as a TACO-verified file as that dataset ships (JSONL, or parquet when
+    ``path`` ends so), under ids of their own: nothing can look their solutions up by id."""
+    import pandas as pd
+
+    from cobalt.data.embedded import load_problems, to_taco_records
+
+    rows = to_taco_records(load_problems()[:limit])
+    for i, row in enumerate(rows):
+        row["id"] = f"{id_prefix}{i:05d}"
+    if str(path).endswith(".parquet"):
+        pd.DataFrame(rows).to_parquet(path)
+    else:
+        path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def lcb_file(path, limit: int | None = None, id_prefix: str = "lcb-"):
+    """The embedded problems as LiveCodeBench ``test6.jsonl`` rows (private tests compressed)."""
+    from cobalt.data.embedded import load_problems, to_lcb_records
+
+    rows = to_lcb_records(load_problems()[:limit])
+    for i, row in enumerate(rows):
+        row["question_id"] = f"{id_prefix}{i:04d}"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path

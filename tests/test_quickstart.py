@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from data_fixtures import taco_file
 
 from cobalt.jsonl import load_jsonl
 
@@ -17,18 +18,12 @@ pytestmark = [pytest.mark.slow, pytest.mark.train]
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def quickstart(run_dir: Path, home: Path, timeout: float) -> subprocess.CompletedProcess:
+def quickstart(run_dir: Path, home: Path, problems: Path, timeout: float) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}
     env["HOME"] = str(home)
     return subprocess.run(
-        [
-            "bash",
-            str(ROOT / "scripts/quickstart.sh"),
-            "--profile",
-            "quickstart_ci",
-            "--run_dir",
-            str(run_dir),
-        ],
+        ["bash", str(ROOT / "scripts/quickstart.sh"), "--profile", "quickstart_ci"]
+        + ["--problems", str(problems), "--run_dir", str(run_dir)],
         env=env,
         capture_output=True,
         text=True,
@@ -40,10 +35,13 @@ def lines(path: Path) -> int:
     return len(load_jsonl(path))
 
 
-def test_quickstart_ci_profile_end_to_end(tmp_path):
+def test_quickstart_ci_profile_end_to_end_on_a_taco_verified_file(tmp_path):
+    """``--problems`` a TACO-verified parquet as the dataset ships, under ids of its own: the run
+    converts it and warms up on that file's own solutions."""
     home, run_dir = tmp_path / "home", tmp_path / "run"
     home.mkdir()
-    proc = quickstart(run_dir, home, timeout=2400)
+    problems = taco_file(tmp_path / "taco_verified.parquet", limit=8)
+    proc = quickstart(run_dir, home, problems, timeout=2400)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
     report = json.loads((run_dir / "report/report.json").read_text())
     cfg = yaml.safe_load((ROOT / "configs/quickstart_ci.yaml").read_text())
@@ -61,6 +59,7 @@ def test_quickstart_ci_profile_end_to_end(tmp_path):
     assert not train_ids & heldout_ids
     warm = json.loads((run_dir / "models/warm/warm_up.json").read_text())
     assert set(warm["problems"]) == train_ids  # the warm-up never saw a held-out problem
+    assert all(pid.startswith("taco-") for pid in train_ids | heldout_ids)
     for model in ("base", "trained"):
         curve = report["heldout"]["pass_at_1"][model]["pass_at_1"]
         assert len(curve) == 1 + cfg["eval_turns"] and all(0 <= v <= 100 for v in curve)
@@ -79,7 +78,7 @@ def test_quickstart_ci_profile_end_to_end(tmp_path):
     assert not (home / ".ray").exists()  # nothing written to the user's ~/.ray
 
     # re-running the same command resumes: every stage is found complete and skipped
-    again = quickstart(run_dir, home, timeout=600)
+    again = quickstart(run_dir, home, problems, timeout=600)
     assert again.returncode == 0, again.stderr[-3000:]
     stage_lines = [line for line in again.stdout.splitlines() if line.startswith("[quickstart")]
     assert not [line for line in stage_lines if line.endswith(": running")]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pandas as pd
 import pytest
 from transformers import AutoTokenizer
@@ -164,3 +166,111 @@ def test_one_models_chains_run_side_by_side_in_one_block_after_one_deploy(tmp_pa
     alone = quickstart.evaluation_chains(run, "base", problems, None)
     stages.self_debug_side_by_side(run, "base model", tmp_path / "m", alone)
     assert calls == [("deploy", "base model"), ("eval_base", 3, 5, False)]
+
+
+# ---------------------------------------------------------------- problem files as datasets ship them
+def test_a_problem_file_is_recognised_by_its_fields_and_anything_else_named(tmp_path):
+    from data_fixtures import lcb_file, taco_file
+
+    from cobalt.data.sources import file_shape
+    from cobalt.errors import DataError
+
+    assert file_shape(taco_file(tmp_path / "t.parquet", limit=2)) == "taco"
+    assert file_shape(taco_file(tmp_path / "t.jsonl", limit=2)) == "taco"
+    assert file_shape(lcb_file(tmp_path / "l.jsonl", limit=2)) == "lcb"
+    records = tmp_path / "p.jsonl"
+    records.write_text(json.dumps({"id": "a", "instruction": "x", "test_cases": "[]"}) + "\n")
+    assert file_shape(records) == "problems"
+    other = tmp_path / "other.jsonl"
+    other.write_text(json.dumps({"prompt": "x"}) + "\n")
+    with pytest.raises(
+        DataError, match=r"other.jsonl:1: not a problem file \(its fields are prompt; expected problems"
+    ):
+        file_shape(other)
+
+
+def quickstart_run(tmp_path, problems, **settings):
+    """A quickstart run whose conversion commands run and whose other commands are only recorded
+    (the warm-up's leaves the file that marks it done)."""
+    from pathlib import Path
+
+    from cobalt.quickstart import QuickstartConfig, Run
+
+    cfg = QuickstartConfig(problems=str(problems), train_problems=2, heldout_problems=1, **settings)
+    run = Run(tmp_path / "run", cfg, "test")
+    commands, run_command = {}, run.command
+
+    def command(name, args, env=None):
+        commands[name] = [str(a) for a in args]
+        if name.endswith("_preproc"):
+            return run_command(name, args, env)
+        out = Path(commands[name][commands[name].index("--out") + 1])
+        out.mkdir(parents=True)
+        (out / "warm_up.json").write_text("{}")
+
+    run.command = command
+    return run, commands
+
+
+@pytest.mark.parametrize("shape", ["taco", "lcb"])
+def test_a_taco_or_livecodebench_file_is_converted_then_split(tmp_path, shape):
+    from data_fixtures import lcb_file, taco_file
+
+    from cobalt.jsonl import load_jsonl
+    from cobalt.quickstart import split_problems
+
+    raw = (
+        taco_file(tmp_path / "raw.parquet", limit=4)
+        if shape == "taco"
+        else lcb_file(tmp_path / "raw.jsonl", limit=4)
+    )
+    run, commands = quickstart_run(tmp_path, raw)
+    train, heldout = split_problems(run)
+    ids = [r["id"] for r in load_jsonl(train) + load_jsonl(heldout)]
+    assert len(ids) == 3 and len(set(ids)) == 3 and all(i.startswith(f"{shape}-") for i in ids)
+    script = {"taco": "preproc/preproc_taco.py", "lcb": "preproc/preproc_lcb_test6.py"}[shape]
+    assert commands["problems_preproc"][0].endswith(script)
+    assert f"problems: {shape} file to problem records" in run.state
+
+
+def test_the_warm_up_answers_with_the_files_own_solutions_or_the_embedded_ones(tmp_path):
+    from data_fixtures import lcb_file, taco_file
+
+    from cobalt.jsonl import load_jsonl
+    from cobalt.quickstart import warm_up
+
+    taco = taco_file(tmp_path / "taco.parquet", limit=3)
+    run, commands = quickstart_run(tmp_path / "a", taco)
+    warm_up(run, tmp_path / "base", tmp_path / "train.jsonl")
+    assert commands["warmup"][commands["warmup"].index("--solutions") + 1] == str(taco)
+
+    run, commands = quickstart_run(tmp_path / "b", lcb_file(tmp_path / "lcb.jsonl", limit=3))
+    warm_up(run, tmp_path / "base", tmp_path / "train.jsonl")
+    problems = commands["warmup"][commands["warmup"].index("--problems") + 1]
+    assert "--solutions" not in commands["warmup"] and problems != str(tmp_path / "train.jsonl")
+    assert all(not r["id"].startswith("lcb-") for r in load_jsonl(problems))  # the embedded problems
+
+    # a model of the user's own (an 8B model, say) is used as it is: no CPU warm-up
+    run, commands = quickstart_run(tmp_path / "c", taco, model=str(tmp_path / "my_model"))
+    assert warm_up(run, tmp_path / "my_model", tmp_path / "train.jsonl") == tmp_path / "my_model"
+    assert commands == {}
+
+
+TESTS = json.dumps({"inputs": ["1"], "outputs": ["1"]})
+
+
+def test_the_sft_finds_solutions_in_a_taco_file_and_refuses_problems_without_any(tmp_path):
+    from data_fixtures import taco_file
+
+    from cobalt.data.sources import iter_local
+    from cobalt.train.sft import main, solutions_by_id
+
+    taco = taco_file(tmp_path / "taco.jsonl", limit=2)
+    found = solutions_by_id(record for _, record in iter_local(taco))
+    assert sorted(found) == ["taco-00000", "taco-00001"] and all(
+        "print" in s or "write" in s for s in found.values()
+    )
+    problems = tmp_path / "problems.jsonl"
+    problems.write_text(json.dumps({"id": "taco-00000", "instruction": "x", "test_cases": TESTS}) + "\n")
+    with pytest.raises(SystemExit, match=r"problems.jsonl: none of its 1 problems has a reference solution"):
+        main(["--model", str(tmp_path / "m"), "--problems", str(problems), "--out", str(tmp_path / "o")])

@@ -82,3 +82,23 @@ def require(record: dict, field: str, types: type | tuple, *, path=None, line=No
 def _type_names(types) -> str:
     types = types if isinstance(types, tuple) else (types,)
     return " or ".join(t.__name__ for t in types)
+
+
+# The fields that tell the three problem-file shapes apart (first record of the file).
+SHAPES = {
+    "problems": ("id", "instruction", "test_cases"),  # the project's problem records
+    "taco": ("id", "question", "solutions", "input_output"),  # TACO-verified as it ships
+    "lcb": ("question_id", "question_content", "public_test_cases", "private_test_cases"),  # LiveCodeBench
+}
+
+
+def file_shape(path: str | os.PathLike) -> str:
+    """``problems``, ``taco`` or ``lcb``: what the first record of a local file looks like."""
+    for _, record in iter_local(path):
+        for shape, fields in SHAPES.items():
+            if all(f in record for f in fields):
+                return shape
+        expected = "; ".join(f"{shape}: {', '.join(fields)}" for shape, fields in SHAPES.items())
+        raise DataError(f"not a problem file (its fields are {', '.join(record)}; expected {expected})",
+                        path=path, line=1)  # fmt: skip
+    raise DataError("empty file", path=path)

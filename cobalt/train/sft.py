@@ -15,6 +15,7 @@ import argparse
 import dataclasses
 import json
 import random
+import sys
 import time
 from pathlib import Path
 
@@ -114,7 +115,9 @@ def warm_up_instruct(
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     started = time.monotonic()
-    examples = [(initial_messages(p["instruction"]), response_text(solutions[p["id"]])) for p in problems]
+    examples = [
+        (initial_messages(p["instruction"]), response_text(solutions[str(p["id"])])) for p in problems
+    ]
     steps = max(1, round(epochs * len(examples) / opts.batch_size))
     opts = dataclasses.replace(opts, max_steps=steps)
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
@@ -145,29 +148,68 @@ def warm_up_instruct(
     return report
 
 
-def main(argv=None) -> None:
+def solutions_by_id(records) -> dict[str, str]:
+    """The first reference solution of each record that has one: problem records with a
+    ``solutions`` list, or TACO-verified rows whose ``solutions`` is a JSON string."""
+    found = {}
+    for record in records:
+        solutions = record.get("solutions")
+        if isinstance(solutions, str):
+            try:
+                solutions = json.loads(solutions)
+            except json.JSONDecodeError:
+                continue
+        if isinstance(solutions, list) and solutions and isinstance(solutions[0], str):
+            found[str(record["id"])] = solutions[0]
+    return found
+
+
+def embedded_solutions() -> dict[str, str]:
+    """Every embedded set's solutions (their ids are distinct)."""
     from cobalt.data.embedded import PROBLEM_SETS, load_problems
+
+    return solutions_by_id(prob for path in PROBLEM_SETS.values() for prob in load_problems(path))
+
+
+def main(argv=None) -> None:
+    from cobalt.data.sources import iter_local
     from cobalt.infer.records import load_problems as load_problem_records
 
     p = argparse.ArgumentParser(
-        description="SFT warm-up of an instruct model on training problems' solutions."
+        description="SFT warm-up of an instruct model on training problems' solutions: the embedded "
+        "problems' own, the records' `solutions`, or those of --solutions files."
     )
     p.add_argument("--model", required=True, help="Hugging Face model directory")
+    p.add_argument("--problems", required=True, help="problem records (JSONL) to train on")
     p.add_argument(
-        "--problems", required=True, help="problem records (JSONL) of embedded problems to train on"
+        "--solutions",
+        action="append",
+        default=[],
+        help="a file of rows with `id` and `solutions` (e.g. the raw TACO-verified file the "
+        "problems came from); repeatable",
     )
     p.add_argument("--out", required=True)
     p.add_argument("--epochs", type=float, default=2.0)
     p.add_argument("--lr", type=float, default=SFTOptions.lr)
     p.add_argument("--batch_size", type=int, default=SFTOptions.batch_size)
     args = p.parse_args(argv)
-    solutions = {  # every embedded set's (their ids are distinct)
-        prob["id"]: prob["solutions"][0] for path in PROBLEM_SETS.values() for prob in load_problems(path)
-    }
     problems = load_problem_records(args.problems)
+    solutions = embedded_solutions() | solutions_by_id(problems)
+    for path in args.solutions:
+        solutions |= solutions_by_id(record for _, record in iter_local(path, ("id", "solutions")))
+    answered = [p for p in problems if str(p["id"]) in solutions]
+    if not answered:
+        sys.exit(
+            f"error: {args.problems}: none of its {len(problems)} problems has a reference solution "
+            "(the embedded sets', a `solutions` field, or --solutions FILE)"
+        )
+    if len(answered) < len(problems):
+        print(
+            f"warm-up: {len(problems) - len(answered)} of {len(problems)} problems have no solution, skipped"
+        )
     report = warm_up_instruct(
         args.model,
-        problems,
+        answered,
         solutions,
         args.out,
         args.epochs,
