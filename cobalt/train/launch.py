@@ -1,11 +1,14 @@
 """Launch veRL's ``main_ppo`` with a COBALT training profile (``configs/train/<profile>.yaml``).
 
     python -m cobalt.train.launch --profile cpu_smoke [--address HOST:PORT] [--logger console,file]
+                                  [--evaluator_config NAME] [--num_gpus N]
                                   [--dry-run] [--rehearse] [hydra overrides ...]
 
-Steps: export the profile's ``env``; build what its ``prepare`` section names when missing (demo
-data, the warmed-up tiny policy, the SmolLM2 export); start a private Ray head on loopback (or
-join ``--address`` / ``$RAY_ADDRESS``); deploy the evaluator app; run
+Steps: export the profile's ``env`` (and ``WANDB_MODE=offline`` when W&B has no key); build what
+its ``prepare`` section names when missing (demo data, the warmed-up tiny policy, the SmolLM2
+export); start a private Ray head on loopback with the GPUs found here (fake ones on the CPU
+platform; stop at once when the profile's ranks need more), or join ``--address`` /
+``$RAY_ADDRESS``; deploy the evaluator app (the profile's ``evaluator_config`` or ``--evaluator_config``); run
 ``python -m verl.trainer.main_ppo`` with the profile's overrides followed by the user's (later wins),
 the reward's scores in flight lowered to what the evaluator runs at once (said in the log and in
 ``--dry-run``'s ``notes``); stop the Ray head it started (only that one). ``scripts/train_grpo_*.sh`` are thin wrappers.
