@@ -41,3 +41,11 @@ def non_negative_float(text: str) -> float:
     if value < 0:
         raise argparse.ArgumentTypeError(f"must not be negative, got {value}")
     return value
+
+
+def caller_path(text: str) -> str:
+    """A file named relative to the caller's directory, made absolute (the chains run their stages
+    in the checkout); a name that is no local path (an embedded set, a hub name) is kept."""
+    import os
+
+    return os.path.abspath(text) if os.path.exists(text) else text

@@ -27,6 +27,7 @@ import sys
 import time
 from pathlib import Path
 
+from cobalt.argtypes import caller_path
 from cobalt.config import from_dict, load_config
 from cobalt.data.embedded import PROBLEM_SETS
 from cobalt.data.sources import file_shape
@@ -312,8 +313,15 @@ def main(argv=None) -> int:
         "run under runs/, else a new runs/<timestamp>)",
     )
     p.add_argument("--new", action="store_true", help="start a new run even if an unfinished one exists")
-    p.add_argument("--model", default=None, help="a Hugging Face model directory instead of SmolLM2")
-    p.add_argument("--problems", default=None, help="a problem-records JSONL instead of the embedded set")
+    p.add_argument(
+        "--model", default=None, type=caller_path, help="a Hugging Face model directory instead of SmolLM2"
+    )
+    p.add_argument(
+        "--problems",
+        default=None,
+        type=caller_path,
+        help="a problem-records JSONL instead of the embedded set",
+    )
     p.add_argument(
         "--engine_config", default=None, help="configs/<name>.yaml of the engine (engine_paper on GPUs)"
     )

@@ -136,10 +136,11 @@ def run(
     dry_run: bool = False,
     rehearse: bool = False,
     num_gpus: int | None = None,
+    rehearse_prompts: str | None = None,
 ) -> int:
     staged = None
     if rehearse:
-        staged = rehearsal.plan(profile, extra)
+        staged = rehearsal.plan(profile, extra, rehearse_prompts)
         rehearsal.describe(staged, _log)
         profile = staged.profile
     profile = with_shell_plugins(profile, os.environ)
@@ -267,13 +268,22 @@ def main(argv=None) -> int:
         help="GPUs a private Ray head offers (default: those detected; on the CPU platform, fake "
         "GPUs for the FSDP ranks)",
     )
+    parser.add_argument(
+        "--rehearse_prompts",
+        default=None,
+        help="with --rehearse: a veRL parquet whose prompts (those that fit) fill the step's batch, "
+        "instead of the demo set's",
+    )
     args, extra = parser.parse_known_args(argv)
+    if args.rehearse_prompts and not args.rehearse:
+        parser.error("--rehearse_prompts needs --rehearse")
     logger = args.logger.split(",") if args.logger else None
     profile = load_profile(args.profile)
     if args.evaluator_config:
         profile = dataclasses.replace(profile, evaluator_config=args.evaluator_config)
     try:
-        return run(profile, args.address, logger, extra, args.dry_run, args.rehearse, args.num_gpus)
+        return run(profile, args.address, logger, extra, args.dry_run, args.rehearse, args.num_gpus,
+                   args.rehearse_prompts)  # fmt: skip
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -35,7 +35,7 @@ class Rehearsal:
     kept: list[tuple[str, str]]
     model: WarmUpOptions
     demo_limit: int
-    prompts: str  # the demo set's parquet whose prompts stand in for the profile's data
+    prompts: Path  # the parquet whose prompts stand in for the profile's data (the demo set's)
 
 
 def model_family(model_path: str) -> str:
@@ -56,13 +56,18 @@ def model_family(model_path: str) -> str:
     return family
 
 
-def plan(profile, extra: list[str] = ()) -> Rehearsal:
-    """The profile with ``configs/rehearsal.yaml`` laid over it, and the list of changes."""
+def plan(profile, extra: list[str] = (), prompts: str | None = None) -> Rehearsal:
+    """The profile with ``configs/rehearsal.yaml`` laid over it, and the list of changes.
+    ``prompts``: a veRL parquet of the user's whose prompts fill the batch (the paper chain's),
+    tiled into a file beside it; by default the demo set's."""
     spec = load_config(config_dir() / "rehearsal.yaml")
     work = Path("data/rehearsal") / profile.name
     run = time.strftime("%Y%m%d-%H%M%S")  # each rehearsal checkpoints into a directory of its own
     fill = {"profile": profile.name, "work": str(work), "run": run}
     overrides = {key: _filled(value, fill) for key, value in spec["overrides"].items()}
+    if prompts:
+        tiled = str(Path(prompts).with_name(f"rehearsal_{profile.name}.parquet"))
+        overrides |= {"data.train_files": tiled, "data.val_files": tiled}
     model_path = override_value(list(extra), "actor_rollout_ref.model.path") or str(
         profile.overrides.get("actor_rollout_ref.model.path", "")
     )
@@ -87,6 +92,10 @@ def plan(profile, extra: list[str] = ()) -> Rehearsal:
     )
     # a single-turn profile trains on turn-0 prompts: the demo set has those too
     single_turn = "single_turn" in str(profile.overrides.get("data.train_files", ""))
+    demo = work.parent / "demo"
+    source = (
+        Path(prompts) if prompts else demo / ("single_turn/train.parquet" if single_turn else "train.parquet")
+    )
     return Rehearsal(
         rehearsed,
         work,
@@ -95,7 +104,7 @@ def plan(profile, extra: list[str] = ()) -> Rehearsal:
         kept,
         WarmUpOptions(**spec.get("model", {})),
         int(spec.get("demo_limit", 12)),
-        "single_turn/train.parquet" if single_turn else "train.parquet",
+        source,
     )
 
 
@@ -135,10 +144,8 @@ def prepare(rehearsal: Rehearsal, overrides: list[str], log=print) -> None:
     if not train_file.exists():
         batch = int(override_value(overrides, "data.train_batch_size") or 1)
         max_tokens = int(override_value(overrides, "data.max_prompt_length"))
-        rows = tile_prompts(demo / rehearsal.prompts, model_dir, max_tokens, 2 * batch, train_file)
-        log(
-            f"rehearsal prompts: {rows} rows ({demo / rehearsal.prompts}, <= {max_tokens} tokens) in {train_file}"
-        )
+        rows = tile_prompts(rehearsal.prompts, model_dir, max_tokens, 2 * batch, train_file)
+        log(f"rehearsal prompts: {rows} rows ({rehearsal.prompts}, <= {max_tokens} tokens) in {train_file}")
 
 
 def tile_prompts(source: Path, model_dir: Path, max_tokens: int, rows: int, out: Path) -> int:

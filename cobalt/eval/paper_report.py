@@ -1,0 +1,87 @@
+"""The paper chain's ``report/``: Pass@1 per turn of base and trained on LiveCodeBench and TACO-dev
+(perturbed public tests) beside the paper's figures for the training profile; stage times and the
+exact command of every stage. Read from the run directory; nothing here runs a stage."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from cobalt.eval.comparison import compare, plot_comparison
+from cobalt.eval.quickstart_report import commands, jsonable, stage_times
+from cobalt.eval.report import markdown_table, summarize
+
+SETS = {  # chain suffix: (report key, title, the paper's figure for trained, for base)
+    "": ("livecodebench", "LiveCodeBench (test6)", "lcb_cobalt", "lcb_base"),
+    "_dev": ("taco_dev", "TACO-dev, perturbed public tests", "taco_dev", None),
+}
+
+
+def evaluation(run, suffix: str, base: dict, trained: dict) -> dict | None:
+    key, title, _, _ = SETS[suffix]
+    base_file, trained_file = base.get(f"eval_base{suffix}"), trained.get(f"eval_trained{suffix}")
+    if not (base_file and trained_file):
+        return None
+    comparison = compare(base_file, trained_file, problem_set=title)
+    plot_comparison(comparison, run.root / f"report/{key}.png")
+    return {
+        "title": title,
+        "figure": f"{key}.png",
+        "pass_at_1": {"base": summarize(str(base_file)), "trained": summarize(str(trained_file))},
+        "comparison": jsonable(comparison),
+    }
+
+
+def paper_rows(report: dict, paper: dict) -> list[str]:
+    """The paper's headline figures beside this run's Pass@1 at the first answer and after the
+    last feedback turn."""
+    rows = [
+        "| problem set | model | the paper | this run, turn 0 | this run, last turn |",
+        "|---|---|---:|---:|---:|",
+    ]
+    for key, title, trained_key, base_key in SETS.values():
+        if key not in report:
+            continue
+        for model, paper_key in (("base", base_key), ("trained", trained_key)):
+            curve = report[key]["pass_at_1"][model]["pass_at_1"]
+            figure = paper.get(paper_key) if paper_key else None
+            rows.append(
+                f"| {title} | {model} | {'' if figure is None else figure} | {curve[0]:.1f} | {curve[-1]:.1f} |"
+            )
+    return rows
+
+
+def write_paper_report(run, profile: str, base: dict, trained: dict, seconds: float) -> Path:
+    """``report/report.json``, one figure per problem set and ``report/report.md``."""
+    out = run.root / "report"
+    out.mkdir(parents=True, exist_ok=True)
+    paper = run.cfg.paper.get(profile) or {}
+    report = {"profile": profile, "rehearsal": run.cfg.rehearse, "paper": paper}
+    for suffix, (key, *_rest) in SETS.items():
+        section = evaluation(run, suffix, base, trained)
+        if section:
+            report[key] = section
+    report |= {
+        **stage_times(run.state),
+        "commands": run.state.get("commands", {}),
+        "seconds": round(seconds, 1),
+    }
+    (out / "report.json").write_text(json.dumps(report, indent=1))
+    lines = [f"# COBALT, the paper's chain — profile `{profile}`", ""]
+    if run.cfg.rehearse:
+        lines += ["**A rehearsal on CPU**: SmolLM2 stands in for the base model and GRPO trained a tiny random "
+                  "model for one step, so the numbers below say the chain runs, not what it learns.", ""]  # fmt: skip
+    lines += ["## Beside the paper", "", *paper_rows(report, paper), ""]
+    for key, *_rest in SETS.values():
+        if key in report:
+            section = report[key]
+            lines += [f"## {section['title']}", "", markdown_table(section["pass_at_1"]),
+                      f"**Verdict.** {section['comparison']['verdict']}", "",
+                      f"![Pass@1 per turn, {section['title']}]({section['figure']})", ""]  # fmt: skip
+    lines += ["## Stage times", "", "| stage | seconds |", "|---|---:|"]
+    concurrent = set(report["concurrent_stages"])
+    lines += [f"| {'  ↳ ' if k in concurrent else ''}{k} | {v:.0f} |" for k, v in report["stages"].items()]
+    lines += [f"| **all stages** | {report['stages_total_s']:.0f} |", "", *commands(report)]
+    path = out / "report.md"
+    path.write_text("\n".join(lines))
+    return path

@@ -1,0 +1,443 @@
+"""The paper's chain, one command: ``bash scripts/reproduce_paper.sh --profile P --taco T --lcb L``.
+
+    TACO-verified T → problems (train / TACO-dev) and their perturbed twins; LiveCodeBench L → problems
+    → trajectories of the base model on the training problems (16 conversations, 2 feedback
+      turns), on the true and on the perturbed public tests (or --trajectories FILE)
+    → bandit prompts (dynamic sampling, max-variance 4, ≤ 3 turns), perturbed rows mixed in
+    → veRL parquet → GRPO with training profile P (launch; --rehearse: one step, tiny model)
+    → evaluation of base and trained: 8 feedback turns, 16 conversations, Pass@1 per turn on
+      hidden tests, on LiveCodeBench and on TACO-dev with perturbed public tests
+    → report/ beside the paper's figures for P
+
+Settings: ``configs/paper.yaml`` (``--rehearse``: ``configs/paper_rehearsal.yaml``, the same chain cut
+down for a CPU, SmolLM2 standing in for the base model). Every stage is one of the project's
+command lines, recorded in ``stages.json``; re-running the command resumes the run. A single-turn
+profile trains on turn-0 prompts of the problems themselves: it has no trajectory stages.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+from cobalt.argtypes import caller_path
+from cobalt.config import from_dict, load_config
+from cobalt.data.sources import file_shape
+from cobalt.stages import (
+    ROOT,
+    Chain,
+    Run,
+    interrupt_on_sigterm,
+    line_count,
+    pick_run_dir,
+    self_debug_side_by_side,
+    stop_engine,
+)
+
+PERTURBED_FIELD = "perturbed_public_test_cases"
+
+
+@dataclasses.dataclass(frozen=True)
+class PaperConfig:
+    model: str | None = None
+    sampling: dict = dataclasses.field(default_factory=dict)
+    taco_dev_ratio: float = 0.1
+    max_problems: int | None = None
+    trajectory_samples: int = 16
+    trajectory_turns: int = 2
+    bandit_turns: int = 3
+    perturbed_ratio: float = 0.25
+    eval_samples: int = 16
+    eval_turns: int = 8
+    engine_config: str = "engine_paper"
+    evaluator_config: str = "evaluator"
+    rehearse: bool = False
+    paper: dict = dataclasses.field(default_factory=dict)
+
+
+@dataclasses.dataclass(frozen=True)
+class Inputs:
+    profile: str  # configs/train/<profile>.yaml
+    taco: str
+    lcb: str
+    trajectories: str | None = None
+    address: str | None = None
+    num_gpus: int | None = None
+
+
+def single_turn(profile: str) -> bool:
+    from cobalt.train.profile import load_profile
+
+    return "single_turn" in str(load_profile(profile).overrides.get("data.train_files", ""))
+
+
+def profile_model(profile: str) -> str:
+    from cobalt.train.profile import load_profile
+
+    return str(load_profile(profile).overrides["actor_rollout_ref.model.path"])
+
+
+# ------------------------------------------------------------------------------------- problems
+def python(module_or_script) -> list:
+    if isinstance(module_or_script, Path):
+        return [sys.executable, module_or_script]
+    return [sys.executable, "-m", module_or_script]
+
+
+def problems(run: Run, inputs: Inputs) -> dict[str, Path]:
+    """TACO-verified → train / dev records, LiveCodeBench → records, and the perturbed twins of
+    train (trajectories with wrong feedback) and dev (the paper's TACO-dev evaluation)."""
+    cfg, data = run.cfg, run.root / "data"
+    taco_dir = data / "taco"
+    taco = {
+        "train": taco_dir / "taco_verified_filtered_train.jsonl",
+        "dev": taco_dir / "taco_verified_filtered_dev.jsonl",
+    }
+    if file_shape(inputs.taco) == "problems":  # already processed (e.g. the authors' released set)
+        run.stage(
+            "processed TACO → train / dev",
+            taco["dev"].exists,
+            lambda: split_processed(run, inputs.taco, taco),
+        )
+    else:
+        run.stage("TACO-verified → problems", taco["dev"].exists, lambda: run.command("taco", [
+            *python(ROOT / "preproc/preproc_taco.py"), "--input_file", inputs.taco, "--output_dir", taco_dir,
+            "--dev_ratio", cfg.taco_dev_ratio, "--evaluator", "local"]))  # fmt: skip
+    lcb = data / "lcb_test6.jsonl"
+    run.stage("LiveCodeBench → problems", lcb.exists, lambda: run.command("lcb", [
+        *python(ROOT / "preproc/preproc_lcb_test6.py"), "--input_file", inputs.lcb, "--output_file", lcb]))  # fmt: skip
+    files = {"train": taco["train"], "dev": taco["dev"], "lcb": lcb}
+    if cfg.max_problems:
+        files = {name: first_lines(run, path, cfg.max_problems) for name, path in files.items()}
+    for name in ("train", "dev"):
+        out = data / f"taco_{name}_perturbed.jsonl"
+        run.stage(f"perturbed public tests ({name})", out.exists, lambda name=name, out=out: run.command(
+            f"perturb_{name}", [*python(ROOT / "preproc/run_perturbation.py"), "-i", files[name], "-o", out,
+                                "--seed", 42]))  # fmt: skip
+        files[f"{name}_perturbed"] = out
+    return files
+
+
+def split_processed(run: Run, source: str, out: dict[str, Path]) -> None:
+    """Problem records split as ``preproc_taco.py`` splits (seed 42, ``taco_dev_ratio`` to dev)."""
+    from cobalt.data.taco import split_train_dev
+    from cobalt.infer.records import load_problems
+    from cobalt.jsonl import write_jsonl
+
+    train, dev = split_train_dev(load_problems(source), run.cfg.taco_dev_ratio, seed=42)
+    for name, records in (("train", train), ("dev", dev)):
+        write_jsonl(run.path(str(out[name].relative_to(run.root))), records)
+
+
+def first_lines(run: Run, path: Path, n: int) -> Path:
+    out = path.with_name(f"{path.stem}.first{n}.jsonl")
+    if not out.exists():
+        lines = [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()][:n]
+        run.path(str(out.relative_to(run.root))).write_text("".join(line + "\n" for line in lines))
+    return out
+
+
+# ---------------------------------------------------------------------------------- trajectories
+def trajectories(run: Run, inputs: Inputs, files: dict[str, Path], model: Path) -> dict[str, Path]:
+    """The base model's self-debugging on the training problems, with true and with perturbed
+    public tests (or the user's ``--trajectories``, evaluated on hidden tests if not yet)."""
+    cfg = run.cfg
+    if inputs.trajectories:
+        return {"trajectories": given_trajectories(run, Path(inputs.trajectories))}
+    chains = {
+        "trajectories": Chain(files["train"], cfg.trajectory_samples, cfg.trajectory_turns),
+        "trajectories_perturbed": Chain(files["train_perturbed"], cfg.trajectory_samples, cfg.trajectory_turns,
+                                        PERTURBED_FIELD),
+    }  # fmt: skip
+    return self_debug_side_by_side(run, "trajectory model", model, chains)
+
+
+def given_trajectories(run: Run, path: Path) -> Path:
+    from cobalt.jsonl import read_jsonl
+
+    first = next(iter(read_jsonl(path)), {})
+    if "all_pass_rates" in first:
+        return path
+    out = run.root / "trajectories/eval.jsonl"
+    run.stage("given trajectories: hidden tests", lambda: line_count(out) == line_count(path),
+              lambda: run.command("trajectories_eval", [ROOT / "scripts/eval_multi_turn.py", "-i", path,
+                                                        "-o", run.path("trajectories/eval.jsonl"),
+                                                        "--address", run.address]))  # fmt: skip
+    return out
+
+
+# ---------------------------------------------------------------------------------- training data
+def training_data(run: Run, inputs: Inputs, files: dict[str, Path], evaluated: dict[str, Path],
+                  tokenizer: str) -> Path:  # fmt: skip
+    """The veRL parquet GRPO trains on: bandit prompts of the trajectories with the perturbed ones
+    mixed in (multi-turn), or the training problems' turn-0 prompts (single-turn)."""
+    data = run.root / "data"
+    if single_turn(inputs.profile):
+        out = data / "verl_single_turn"
+        run.stage("veRL parquet (turn-0 prompts)", lambda: (out / "train.parquet").exists(), lambda: run.command(
+            "parquet", [*python(ROOT / "preproc/verl_preproc_single_turn.py"), "--local_dir", out,
+                        "--train_data_file", files["train"], "--val_data_file", files["dev"]]))  # fmt: skip
+        return out / "train.parquet"
+    prompts = {}
+    for tag, source in evaluated.items():
+        prompts[tag] = bandit_prompts(run, tag, source, tokenizer)
+    validation = data / "bandit_validation.jsonl"
+    run.stage("bandit prompts (validation)", validation.exists, lambda: run.command("bandit_validation", [
+        *python(ROOT / "preproc/process_multi_turn_taco.py"), "-i", evaluated["trajectories"], "-o", validation,
+        "--model_name", tokenizer, "--is_test"]))  # fmt: skip
+    parquet = {tag: verl_parquet(run, tag, path, validation) for tag, path in prompts.items()}
+    if "trajectories_perturbed" not in parquet:
+        return parquet["trajectories"]
+    mixed = data / "verl_mixed/train.parquet"
+    run.stage("perturbed rows mixed in", mixed.exists, lambda: run.command("mix", [
+        *python("cobalt.train.augment"), "--base", parquet["trajectories"],
+        "--perturbed", parquet["trajectories_perturbed"], "--ratio", run.cfg.perturbed_ratio, "--out", mixed]))  # fmt: skip
+    return mixed
+
+
+def bandit_prompts(run: Run, tag: str, source: Path, tokenizer: str) -> Path:
+    out = run.root / f"data/bandit_{tag}.jsonl"
+    run.stage(f"bandit prompts ({tag})", out.exists, lambda: run.command(f"bandit_{tag}", [
+        *python(ROOT / "preproc/process_multi_turn_taco.py"), "-i", source, "-o", out, "--model_name", tokenizer,
+        "--num_turns", run.cfg.bandit_turns]))  # fmt: skip
+    return out
+
+
+def verl_parquet(run: Run, tag: str, prompts: Path, validation: Path) -> Path:
+    out = run.root / f"data/verl_{tag}"
+    run.stage(f"veRL parquet ({tag})", lambda: (out / "train.parquet").exists(), lambda: run.command(
+        f"parquet_{tag}", [*python(ROOT / "preproc/verl_preproc_multi_turn.py"), "--local_dir", out,
+                           "--train_data_file", prompts, "--val_data_file", validation]))  # fmt: skip
+    return out / "train.parquet"
+
+
+# ------------------------------------------------------------------------------------------ GRPO
+def grpo(run: Run, inputs: Inputs, train_file: Path, model: str) -> Path:
+    """GRPO with the profile, on its cluster (``--address``) or a private head of its own; the
+    trained model is the last checkpoint's Hugging Face directory."""
+    checkpoints = run.root / "checkpoints"
+    val_file = train_file.parent / "test.parquet"
+    if not val_file.exists():  # the mixed set validates on the unperturbed prompts' validation file
+        val_file = run.root / "data/verl_trajectories/test.parquet"
+    cmd = [*python("cobalt.train.launch"), "--profile", inputs.profile, "--evaluator_config", run.cfg.evaluator_config,
+           *(["--address", inputs.address] if inputs.address else []),
+           *(["--num_gpus", inputs.num_gpus] if inputs.num_gpus is not None else []),
+           f"trainer.default_local_dir={checkpoints}"]  # fmt: skip
+    if run.cfg.rehearse:  # the profile's topology and batch on a tiny model; its prompts from this run
+        cmd += ["--rehearse", "--rehearse_prompts", train_file]
+    else:
+        cmd += [
+            f"data.train_files={train_file}",
+            f"data.val_files={val_file}",
+            f"actor_rollout_ref.model.path={model}",
+        ]
+    run.stage("GRPO", lambda: trained_model(checkpoints) is not None, lambda: run.command("grpo", cmd))
+    return trained_model(checkpoints)
+
+
+def trained_model(checkpoints: Path) -> Path | None:
+    latest = checkpoints / "latest_checkpointed_iteration.txt"
+    if not latest.exists():
+        return None
+    model = checkpoints / f"global_step_{latest.read_text().strip()}/actor/huggingface"
+    return model if (model / "config.json").exists() else None
+
+
+# ------------------------------------------------------------------------------------ evaluation
+def evaluation_chains(run: Run, model_tag: str, files: dict[str, Path]) -> dict[str, Chain]:
+    cfg = run.cfg
+    return {
+        f"eval_{model_tag}": Chain(files["lcb"], cfg.eval_samples, cfg.eval_turns),
+        f"eval_{model_tag}_dev": Chain(
+            files["dev_perturbed"], cfg.eval_samples, cfg.eval_turns, PERTURBED_FIELD
+        ),
+    }
+
+
+def on_cluster(run: Run, inputs: Inputs, work) -> None:
+    """``work()`` with ``run.address`` set: the user's cluster, or a private head for this block
+    (stopped after it, so that the trainer's own head has the machine to itself)."""
+    from cobalt.serve.cluster import connect, head_gpus, ray_cluster
+
+    if inputs.address or run.cfg.rehearse:  # a rehearsal's engine is vLLM on CPU
+        gpus, why = 0, "a rehearsal: inference on CPU"
+    else:
+        gpus, why = head_gpus(inputs.num_gpus, cpu_platform=False)
+    if not inputs.address:
+        run.log(f"private Ray head with {gpus} GPUs ({why})")
+    cpus = max(8, os.cpu_count() or 2)  # logical CPUs: the engine and evaluator apps' asks fit on 2 cores
+    with ray_cluster(inputs.address, num_cpus=cpus, num_gpus=gpus, log=run.log) as address:
+        run.address = address
+        connect(address)
+        try:
+            work()
+        finally:
+            stop_engine(run)
+            import ray
+
+            ray.shutdown()
+
+
+def base_model(run: Run, inputs: Inputs) -> Path:
+    model = run.cfg.model or profile_model(inputs.profile)
+    if model != "smollm2":
+        return Path(model)
+    out = run.root / "models/smollm2"
+    run.stage("export SmolLM2 (stands in for the base model)", lambda: (out / "config.json").exists(),
+              lambda: run.command("export", [*python("cobalt.train.tiny_policy"), "smollm2", "--out", out]))  # fmt: skip
+    return out
+
+
+def run_chain(run: Run, inputs: Inputs) -> Path:
+    started = time.monotonic()
+    files = problems(run, inputs)
+    model = base_model(run, inputs)
+    evaluated: dict[str, Path] = {}
+    base_evals: dict[str, Path] = {}
+
+    def base_stages():
+        if not single_turn(inputs.profile):
+            evaluated.update(trajectories(run, inputs, files, model))
+            stop_engine(run)
+        base_evals.update(
+            self_debug_side_by_side(run, "base model", model, evaluation_chains(run, "base", files))
+        )
+
+    on_cluster(run, inputs, base_stages)
+    train_file = training_data(run, inputs, files, evaluated, str(model))
+    trained = grpo(run, inputs, train_file, str(model))
+    trained_evals: dict[str, Path] = {}
+    on_cluster(run, inputs, lambda: trained_evals.update(
+        self_debug_side_by_side(run, "trained model", trained, evaluation_chains(run, "trained", files))))  # fmt: skip
+    from cobalt.eval.paper_report import write_paper_report
+
+    return write_paper_report(run, inputs.profile, base_evals, trained_evals, time.monotonic() - started)
+
+
+# ---------------------------------------------------------------------------------------- main
+def dry_run_plan(cfg: PaperConfig, inputs: Inputs) -> dict:
+    """What a run would do: the chain's settings, the training profile's, and the GPUs it needs."""
+    from cobalt.serve.cluster import gpu_count
+    from cobalt.train.profile import load_profile
+
+    overrides = load_profile(inputs.profile).overrides
+    keys = ("data.train_batch_size", "data.max_prompt_length", "data.max_response_length", "actor_rollout_ref.rollout.n",
+            "actor_rollout_ref.actor.optim.lr", "actor_rollout_ref.actor.kl_loss_coef", "algorithm.kl_ctrl.kl_coef",
+            "trainer.n_gpus_per_node", "trainer.nnodes", "trainer.total_epochs")  # fmt: skip
+    gpus_per_node, nodes = (
+        int(overrides.get("trainer.n_gpus_per_node", 1)),
+        int(overrides.get("trainer.nnodes", 1)),
+    )
+    detected, why = gpu_count()
+    return {
+        "profile": inputs.profile,
+        "base_model": cfg.model or profile_model(inputs.profile),
+        "single_turn": single_turn(inputs.profile),
+        "chain": dataclasses.asdict(cfg) | {"paper": cfg.paper.get(inputs.profile)},
+        "grpo": {k: overrides.get(k, "(veRL default)") for k in keys},
+        "gpus": {
+            "per_node": gpus_per_node,
+            "nodes": nodes,
+            "total": gpus_per_node * nodes,
+            "detected_here": detected,
+            "how": why,
+        },
+    }
+
+
+def missing_gpus(cfg: PaperConfig, inputs: Inputs) -> str | None:
+    """One line when a GPU run would wait for GPUs this machine does not have (a rehearsal needs
+    none; on a cluster (``--address``) Ray places the work)."""
+    if cfg.rehearse or inputs.address:
+        return None
+    from cobalt.serve.cluster import gpu_count
+    from cobalt.train.profile import load_profile
+
+    overrides = load_profile(inputs.profile).overrides
+    needed = int(overrides.get("trainer.n_gpus_per_node", 1)) * int(overrides.get("trainer.nnodes", 1))
+    have, how = (inputs.num_gpus, "--num_gpus") if inputs.num_gpus is not None else gpu_count()
+    if have >= needed:
+        return None
+    return (f"{inputs.profile} trains on {needed} GPUs and this machine offers {have} ({how}); "
+            "run on a GPU node, join a cluster with --address, or rehearse on CPU with --rehearse")  # fmt: skip
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter,
+                                epilog=__doc__.split("\n\n", 1)[1])  # fmt: skip
+    p.add_argument(
+        "--profile",
+        required=True,
+        help="training profile, configs/train/<name>.yaml (e.g. multi_turn_qwen3_8b)",
+    )
+    p.add_argument(
+        "--taco", required=True, type=caller_path, help="TACO-verified as it ships (JSONL or parquet)"
+    )
+    p.add_argument("--lcb", required=True, type=caller_path, help="LiveCodeBench test6.jsonl as it ships")
+    p.add_argument(
+        "--trajectories",
+        default=None,
+        type=caller_path,
+        help="offline trajectories to learn from instead of generating them",
+    )
+    p.add_argument("--address", default=None, help="a running Ray cluster (HOST:PORT) for every stage")
+    p.add_argument(
+        "--num_gpus", type=int, default=None, help="GPUs of a private Ray head (default: detected)"
+    )
+    p.add_argument(
+        "--rehearse",
+        action="store_true",
+        help="the same chain cut down for this CPU (configs/paper_rehearsal.yaml)",
+    )
+    p.add_argument(
+        "--config",
+        default=None,
+        help="chain settings, configs/<name>.yaml (default: paper, or paper_rehearsal)",
+    )
+    p.add_argument("--run_dir", default=None, help="run directory (default: resume the newest unfinished run of "
+                   "this profile under runs/paper/, else a new one)")  # fmt: skip
+    p.add_argument("--new", action="store_true", help="start a new run even if an unfinished one exists")
+    p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print the settings of every stage and the GPUs needed; run nothing",
+    )
+    args = p.parse_args(argv)
+    config = args.config or ("paper_rehearsal" if args.rehearse else "paper")
+    cfg = from_dict(PaperConfig, load_config(config), source=f"configs/{config}")
+    if args.evaluator_config:
+        cfg = dataclasses.replace(cfg, evaluator_config=args.evaluator_config)
+    inputs = Inputs(args.profile, args.taco, args.lcb, args.trajectories, args.address, args.num_gpus)
+    if args.dry_run:
+        plan = dry_run_plan(cfg, inputs)
+        print(json.dumps(plan, indent=1))
+        if not cfg.rehearse and not args.address and plan["gpus"]["detected_here"] == 0:
+            print(f"no GPU here: this run needs {plan['gpus']['total']} (--rehearse runs the chain on CPU)")
+        return 0
+    missing = missing_gpus(cfg, inputs)
+    if missing:
+        print(f"error: {missing}", file=sys.stderr)
+        return 2
+    root = pick_run_dir(ROOT / "runs/paper" / args.profile, args.run_dir, args.new)
+    run = Run(root, cfg, args.profile, name="paper")
+    run.log(f"run directory {root} ({config}, profile {args.profile}); re-run the same command to resume")
+    interrupt_on_sigterm()
+    try:
+        report = run_chain(run, inputs)
+    except KeyboardInterrupt:
+        run.log("interrupted; re-run the same command to resume")
+        return 130
+    except (RuntimeError, ValueError, OSError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    run.log(f"report: {report}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,166 @@
+"""``scripts/reproduce_paper.sh``: every command of docs/paper.md runs here as written (the input
+files being small TACO-verified and LiveCodeBench files made by the test): the dry runs print the
+paper's settings, the GPU run stops at once in one line on this GPU-less machine, and the CPU
+rehearsal runs the whole chain to a report beside the paper's figures."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+from data_fixtures import lcb_file, taco_file
+
+from cobalt.jsonl import load_jsonl
+
+ROOT = Path(__file__).resolve().parents[1]
+PAPER_DOC = ROOT / "docs/paper.md"
+PROFILES = ["multi_turn_qwen3_8b", "multi_turn_r1_distill_llama_8b", "single_turn_r1_distill_llama_8b"]
+
+
+def documented_commands() -> list[str]:
+    blocks = re.findall(r"```bash\n(.*?)```", PAPER_DOC.read_text(), re.S)
+    return [
+        line for block in blocks for line in block.splitlines() if line.strip() and not line.startswith("#")
+    ]
+
+
+@pytest.fixture
+def inputs(tmp_path):
+    """The documented file names, as small files of each dataset's own format, in the caller's
+    directory (``tmp_path``, where the documented commands run)."""
+    taco_file(tmp_path / "taco_verified.parquet", limit=8)
+    lcb_file(tmp_path / "test6.jsonl", limit=3)
+    return tmp_path
+
+
+def run(
+    command: str, cwd: Path, home: Path, timeout: float, extra: list[str] = ()
+) -> subprocess.CompletedProcess:
+    """A documented command from ``cwd``: ``scripts/...`` is the checkout's, ``COBALT_PROFILE=...``
+    a variable of the command, as a shell would read them."""
+    words = shlex.split(command)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("RAY_", "CUDA_VISIBLE"))}
+    env["HOME"] = str(home)
+    while "=" in words[0]:
+        key, value = words.pop(0).split("=", 1)
+        env[key] = value
+    words = [str(ROOT / w) if w.startswith("scripts/") else w for w in words] + list(extra)
+    return subprocess.run(words, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+
+
+def test_every_command_of_the_guide_is_one_these_tests_run():
+    commands = documented_commands()
+    kinds = [classify(c) for c in commands]
+    assert None not in kinds, [c for c, k in zip(commands, kinds, strict=True) if k is None]
+    assert {"setup dry run", "dry run", "gpu run", "rehearsal"} <= set(kinds)
+
+
+def classify(command: str) -> str | None:
+    """Which test below runs ``command``."""
+    if command == "COBALT_PROFILE=gpu bash scripts/setup.sh --dry-run":
+        return "setup dry run"
+    paper = "bash scripts/reproduce_paper.sh"
+    files = "--taco taco_verified.parquet --lcb test6.jsonl"
+    for kind, pattern in (("dry run", f"{paper} --profile (\\S+) {files} --dry-run"),
+                          ("gpu run", f"{paper} --profile (\\S+) {files}"),
+                          ("rehearsal", f"{paper} --rehearse --profile (\\S+) {files}")):  # fmt: skip
+        match = re.fullmatch(pattern, command)
+        if match and match.group(1) in PROFILES:
+            return kind
+    return None
+
+
+def commands_of(kind: str) -> list[str]:
+    return [c for c in documented_commands() if classify(c) == kind]
+
+
+def test_the_dry_run_prints_the_papers_settings_and_the_gpus_it_needs(inputs, tmp_path):
+    (command,) = commands_of("dry run")
+    for profile in PROFILES:
+        proc = run(command.replace("multi_turn_qwen3_8b", profile), inputs, tmp_path, timeout=300)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        text, last = proc.stdout.rsplit("\n}\n", 1)
+        plan = json.loads(text + "\n}")
+        chain, grpo = plan["chain"], plan["grpo"]
+        assert (chain["trajectory_samples"], chain["trajectory_turns"], chain["bandit_turns"]) == (16, 2, 3)
+        assert (chain["eval_samples"], chain["eval_turns"], chain["sampling"]["max_tokens"]) == (16, 8, 6144)
+        assert grpo["data.train_batch_size"] == 128 and grpo["actor_rollout_ref.rollout.n"] == 16
+        assert grpo["actor_rollout_ref.actor.optim.lr"] == 1e-6 and grpo["algorithm.kl_ctrl.kl_coef"] == 1e-4
+        assert grpo["data.max_response_length"] == 6144
+        assert plan["gpus"] == {**plan["gpus"], "per_node": 4, "nodes": 1, "total": 4, "detected_here": 0}
+        assert plan["single_turn"] == profile.startswith("single_turn")
+        assert last.strip() == "no GPU here: this run needs 4 (--rehearse runs the chain on CPU)"
+
+
+def test_the_gpu_run_stops_at_once_in_one_line_without_gpus(inputs, tmp_path):
+    (command,) = commands_of("gpu run")
+    runs = ROOT / "runs/paper/multi_turn_qwen3_8b"
+    before = sorted(runs.iterdir()) if runs.exists() else []
+    proc = run(command, inputs, tmp_path, timeout=300)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [
+        "error: multi_turn_qwen3_8b trains on 4 GPUs and this machine offers 0 (detected: no nvidia-smi and no "
+        "CUDA_VISIBLE_DEVICES); run on a GPU node, join a cluster with --address, or rehearse on CPU with --rehearse"
+    ]
+    assert (sorted(runs.iterdir()) if runs.exists() else []) == before  # no run directory made
+
+
+def test_the_gpu_setup_dry_run_names_the_cuda_stack_and_changes_nothing(tmp_path):
+    (command,) = commands_of("setup dry run")
+    venv = ROOT / ".venv"
+    before = {p.name: p.stat().st_mtime for p in venv.glob(".cobalt-setup-*")}
+    proc = run(command, ROOT, tmp_path, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "constraints/gpu.txt" in proc.stdout and "vllm==0.32.0" in proc.stdout
+    assert {p.name: p.stat().st_mtime for p in venv.glob(".cobalt-setup-*")} == before
+
+
+def test_the_papers_figures_in_the_guide_are_the_reports(tmp_path):
+    """docs/paper.md's table and configs/paper.yaml (which the report reads) say the same."""
+    paper = yaml.safe_load((ROOT / "configs/paper.yaml").read_text())["paper"]
+    rows = re.findall(r"^\| `(\w+)` \| ([\d.]+) \| ([\d.]+) \| ([\d.]+) \|$", PAPER_DOC.read_text(), re.M)
+    assert len(rows) == 2
+    for profile, base, cobalt, taco_dev in rows:
+        assert paper[profile] == {
+            "lcb_base": float(base),
+            "lcb_cobalt": float(cobalt),
+            "taco_dev": float(taco_dev),
+        }
+
+
+@pytest.mark.slow
+@pytest.mark.train
+def test_the_rehearsal_runs_the_whole_chain_to_a_report_beside_the_papers_figures(inputs, tmp_path):
+    (command,) = commands_of("rehearsal")
+    run_dir, home = tmp_path / "run", tmp_path / "home"
+    home.mkdir()
+    proc = run(command, inputs, home, timeout=3000, extra=["--run_dir", str(run_dir)])
+    assert proc.returncode == 0, proc.stdout[-5000:] + proc.stderr[-3000:]
+    report = json.loads((run_dir / "report/report.json").read_text())
+    cfg = yaml.safe_load((ROOT / "configs/paper_rehearsal.yaml").read_text())
+    stages = report["stages"]
+    for stage in ("TACO-verified → problems", "LiveCodeBench → problems", "perturbed public tests (train)",
+                  "bandit prompts (trajectories)", "bandit prompts (trajectories_perturbed)",
+                  "perturbed rows mixed in", "GRPO"):  # fmt: skip
+        assert stage in stages, sorted(stages)
+    commands = report["commands"]
+    assert "--rehearse" in commands["grpo"] and "--rehearse_prompts" in commands["grpo"]
+    assert "--public_field perturbed_public_test_cases" in commands["trajectories_perturbed_multi"]
+    assert f"--turns {cfg['eval_turns']}" in commands["eval_trained_multi"]
+    # every problem set evaluated for base and trained, a curve of 1 + eval_turns points each
+    lcb = load_jsonl(run_dir / "data/lcb_test6.jsonl")
+    assert report["livecodebench"]["pass_at_1"]["base"]["problems"] == len(lcb) == 3
+    for key in ("livecodebench", "taco_dev"):
+        for model in ("base", "trained"):
+            assert len(report[key]["pass_at_1"][model]["pass_at_1"]) == 1 + cfg["eval_turns"]
+    # the trained model is the rehearsal step's checkpoint, trained on this run's own prompts
+    assert "checkpoints/global_step_1/actor/huggingface" in commands["eval_trained_single"]
+    md = (run_dir / "report/report.md").read_text()
+    assert "| LiveCodeBench (test6) | trained | 38.5 |" in md and "A rehearsal on CPU" in md
+    assert not (home / ".ray").exists()
