@@ -209,6 +209,9 @@ def test_cli_writes_the_files_and_refuses_to_overwrite_them(tmp_path, capsys):
     assert counts == {"train": 40, "dev": 8, "heldout": 8, "heldout_families": 6}
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["heldout_families"] == list(HELDOUT_FAMILIES) and manifest["counts"] == counts
+    solutions = load_jsonl(out / "solutions.jsonl")  # what the SFT warm-up's --solutions reads
+    assert len(solutions) == sum(counts.values())
+    assert all(s["solutions"] == [reference_solution(s["id"])] for s in solutions)
     before = {p.name: p.read_bytes() for p in out.iterdir()}
 
     assert cli_main([*args[:3], "50", *args[4:], "--seed", "3"]) == 1

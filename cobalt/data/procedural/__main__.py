@@ -7,7 +7,7 @@ import argparse
 import sys
 
 from cobalt.data.procedural.families import HELDOUT_FAMILIES, IN_FAMILIES
-from cobalt.data.procedural.splits import MANIFEST, write_splits
+from cobalt.data.procedural.splits import MANIFEST, SOLUTIONS, write_splits
 
 
 def count(text: str) -> int:
@@ -23,7 +23,8 @@ def main(argv: list[str] | None = None) -> int:
         description=f"Write seeded problems of {len(IN_FAMILIES)} procedural families as problem records: "
         "DIR/train.jsonl, dev.jsonl and heldout.jsonl (disjoint by seed, statement and tests), and "
         f"heldout_families.jsonl with the {len(HELDOUT_FAMILIES)} families kept out of the other files "
-        f"({', '.join(HELDOUT_FAMILIES)}); DIR/{MANIFEST} records the settings.",
+        f"({', '.join(HELDOUT_FAMILIES)}); DIR/{SOLUTIONS} holds the reference solutions (for "
+        f"python -m cobalt.train.sft --solutions) and DIR/{MANIFEST} the settings.",
     )
     parser.add_argument("--out", required=True, help="output directory (created if missing)")
     parser.add_argument("--train", type=count, required=True, help="training problems")
@@ -51,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 1
     for path, n in written.items():
-        print(f"wrote {n} problems to {path}")
+        print(f"wrote {n} {'solutions' if path.name == SOLUTIONS else 'problems'} to {path}")
     return 0
 
 

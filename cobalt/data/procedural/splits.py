@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 
 from cobalt.data.procedural.families import HELDOUT_FAMILIES, IN_FAMILIES
-from cobalt.data.procedural.generate import parse_id, problem, to_record
+from cobalt.data.procedural.generate import parse_id, problem, reference_solution, to_record
 from cobalt.jsonl import atomic_output, write_jsonl
 
 SPLITS = ("train", "dev", "heldout", "heldout_families")
@@ -22,6 +22,7 @@ SPLIT_OFFSETS = {"train": 0, "dev": 200_000, "heldout": 400_000, "heldout_famili
 SEEDS_PER_SPLIT = 200_000  # per family; a split's seeds never reach the next split's
 SEED_STRIDE = 1_000_000  # --seed S moves every range by S * SEED_STRIDE
 MANIFEST = "manifest.json"
+SOLUTIONS = "solutions.jsonl"  # {id, split, solutions}: for the SFT warm-up's --solutions
 MAX_MISSES = 2000  # seeds in a row that repeat earlier instances: the family is used up
 
 
@@ -101,12 +102,13 @@ def check_disjoint(splits: dict[str, list[dict]]) -> None:
 def write_splits(
     out_dir: str | os.PathLike, counts: dict[str, int], seed: int = 0, overwrite: bool = False, progress=False
 ) -> dict[Path, int]:
-    """Write ``<split>.jsonl`` for each split of ``counts`` and ``manifest.json`` (the settings and
-    families) into ``out_dir``; returns path → records written. Refuses (FileExistsError,
-    nothing written) if any of them exists, unless ``overwrite``."""
+    """Write ``<split>.jsonl`` for each split of ``counts``, ``solutions.jsonl`` (each problem's
+    reference solution) and ``manifest.json`` (the settings and families) into ``out_dir``;
+    returns path → records written. Refuses (FileExistsError, nothing written) if any of them
+    exists, unless ``overwrite``."""
     out_dir = Path(out_dir)
     targets = {split: out_dir / f"{split}.jsonl" for split in SPLITS if split in counts}
-    existing = [str(p) for p in [*targets.values(), out_dir / MANIFEST] if p.exists()]
+    existing = [str(p) for p in [*targets.values(), out_dir / SOLUTIONS, out_dir / MANIFEST] if p.exists()]
     if existing and not overwrite:
         raise FileExistsError(f"{', '.join(existing)} already exist(s); pass --overwrite to replace")
     splits = build_splits(counts, seed, progress)
@@ -114,6 +116,12 @@ def write_splits(
     written = {
         targets[s]: write_jsonl(targets[s], records, overwrite=overwrite) for s, records in splits.items()
     }
+    solutions = (
+        {"id": r["id"], "split": s, "solutions": [reference_solution(r["id"])]}
+        for s, records in splits.items()
+        for r in records
+    )
+    written[out_dir / SOLUTIONS] = write_jsonl(out_dir / SOLUTIONS, solutions, overwrite=overwrite)
     manifest = {
         "seed": seed,
         "counts": {s: len(r) for s, r in splits.items()},
