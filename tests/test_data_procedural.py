@@ -105,6 +105,44 @@ def test_problem_files_load_as_the_pipeline_reads_them(tmp_path):
     assert row["reward_model"]["ground_truth"] == loaded[0]["test_cases"]
 
 
+def test_single_turn_inference_runs_on_procedural_problems_unchanged(tmp_path):
+    """scripts/run_single_turn.py on a file of procedural records, with a scripted model that
+    answers the reference solution (or, for one problem, its wrong solution)."""
+    import subprocess
+    from pathlib import Path
+
+    from infer_fixtures import answer
+    from openai_stub import ScriptedEndpoint
+
+    from cobalt.jsonl import write_jsonl
+
+    ids = ["fam-list_sum-000004", "fam-reverse_words-000004", "fam-divisible-000004"]
+    programs = {record(*parse_id(pid))["instruction"]: reference_solution(pid) for pid in ids[:2]}
+    wrong = problem(*parse_id(ids[2]))
+    programs[record(*parse_id(ids[2]))["instruction"]] = wrong["wrong_solutions"][0]["code"]
+    problems, single = tmp_path / "problems.jsonl", tmp_path / "single.jsonl"
+    write_jsonl(problems, [record(*parse_id(pid)) for pid in ids])
+    script = Path(__file__).resolve().parents[1] / "scripts/run_single_turn.py"
+    with ScriptedEndpoint(lambda messages: answer(programs.get(messages[-1]["content"], "print(0)"))) as api:
+        model = ["--engine", "litellm", "--model", "openai/stub", "--api_base", api, "--max_tokens", "16"]
+        args = [
+            str(script),
+            "-i",
+            str(problems),
+            "-o",
+            str(single),
+            "-n",
+            "2",
+            "--evaluator",
+            "local",
+            *model,
+        ]
+        done = subprocess.run(args, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    passed = {r["id"]: [all(x["passing"]) for x in r["exec_results"]] for r in load_jsonl(single)}
+    assert passed == {ids[0]: [True, True], ids[1]: [True, True], ids[2]: [False, False]}
+
+
 # ----------------------------------------------------------------------------- the sandbox
 @pytest.fixture(scope="module")
 def verdicts():
