@@ -1,6 +1,7 @@
 """Evaluator throughput (tests/s) versus the reference's one-`python3 -S`-per-test bwrap scheme.
 
     .venv/bin/python bench/bench_sandbox.py [--programs N] [--workers 2] [--apps [DIR]] [--profile]
+    .venv/bin/python bench/bench_sandbox.py --cgroups-cost [--repeat 3]
 
 Workload: the correct solution of each embedded problem on all its tests (real programs, real
 inputs), or with ``--apps`` every accepted solution of the APPS samples beside the checkout
@@ -12,14 +13,19 @@ of a request at once) and are measured in the same run, one after the other:
   line), where prog.py starts with the reference's guard (rlimits, destructive functions disabled:
   reference section 2 "before the program runs"); ``--bare-reference`` leaves the guard out;
 * unsandboxed: one plain ``python3 -S prog.py`` per test, no guard.
+
+``--cgroups-cost`` measures instead what the kernel's accounting costs: cobalt with ``cgroups: auto``
+and with ``cgroups: off``, alternating every few programs, ``--repeat`` runs of each, medians compared.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -32,7 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from cobalt.data.embedded import all_tests, load_problems
 from cobalt.sandbox import evaluate
 from cobalt.sandbox.config import default_config
-from cobalt.sandbox.runner import get_backend, run_in_sandbox
+from cobalt.sandbox.runner import get_backend, request_cgroups, run_in_sandbox
 
 PYTHON = "/usr/bin/python3"
 
@@ -148,6 +154,12 @@ def main() -> None:
     parser.add_argument(
         "--profile", action="store_true", help="then break one request's wall time down (sequential)"
     )
+    parser.add_argument(
+        "--cgroups-cost",
+        action="store_true",
+        help="compare cobalt's tests/s with cgroups: auto and off (alternately, --repeat times each)",
+    )
+    parser.add_argument("--repeat", type=int, default=3, help="runs of each side with --cgroups-cost")
     args = parser.parse_args()
     if shutil.which("bwrap") is None:
         sys.exit("bwrap is not installed: run scripts/setup.sh")
@@ -163,6 +175,8 @@ def main() -> None:
         f"workload: {len(workload)} programs, {sum(len(t['inputs']) for _, t in workload)} tests, "
         f"{args.workers} requests at once"
     )
+    if args.cgroups_cost:
+        return cgroups_cost(workload, cfg, args.workers, args.repeat)
     ours = measure(
         "cobalt", lambda code, tests: evaluate(code, tests, cfg)["passing"], workload, args.workers
     )
@@ -173,6 +187,35 @@ def main() -> None:
     print(f"speed-up over unsandboxed python3 -S per test: {ours / bare:.1f}x (goal > 1x)")
     if args.profile:
         profile(workload, cfg)
+
+
+def cgroups_cost(workload, cfg, workers: int, repeat: int, chunk: int = 6) -> None:
+    """Throughput with the kernel's per-request accounting (``cgroups: auto``) against without
+    (``off``). Each run goes through the workload once per side, the sides alternating every
+    ``chunk`` programs (in turn first), so that both see the same background load; the runs'
+    medians are compared."""
+    sides = {name: dataclasses.replace(cfg, cgroups=name) for name in ("auto", "off")}
+    if request_cgroups(sides["auto"]) is None:
+        sys.exit(
+            "no usable cgroups here (root and cgroup v2 with pids and memory, or v1): nothing to compare"
+        )
+    print(f"cgroups: {request_cgroups(sides['auto']).describe()}")
+    tests = sum(len(t["inputs"]) for _, t in workload)
+    rates: dict[str, list[float]] = {name: [] for name in sides}
+    with ThreadPoolExecutor(workers) as pool:
+        for run in range(repeat):
+            elapsed = dict.fromkeys(sides, 0.0)
+            for i, start in enumerate(range(0, len(workload), chunk)):
+                for name in sorted(sides, reverse=(run + i) % 2 == 1):
+                    began = time.perf_counter()
+                    part = workload[start : start + chunk]
+                    list(pool.map(lambda item, side=sides[name]: evaluate(*item, side), part))
+                    elapsed[name] += time.perf_counter() - began
+            for name in sides:
+                rates[name].append(tests / elapsed[name])
+            print(f"run {run + 1}: " + ", ".join(f"cgroups {n}: {rates[n][-1]:.1f} tests/s" for n in sides))
+    on, off = statistics.median(rates["auto"]), statistics.median(rates["off"])
+    print(f"median of {repeat}: {on:.1f} tests/s with cgroups, {off:.1f} without: cost {1 - on / off:.1%}")
 
 
 def profile(workload, cfg) -> None:

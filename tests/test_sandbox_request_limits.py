@@ -115,10 +115,10 @@ def test_cgroup_v2_with_delegated_controllers_is_preferred(tmp_path):
 def test_cgroup_v1_when_v2_has_no_controllers_and_none_without_either(tmp_path):
     (tmp_path / "unified").mkdir()
     (tmp_path / "unified" / "cgroup.controllers").write_text("\n")
-    v1 = [("cgroup", str(tmp_path / c), f"rw,{c}") for c in ("pids", "memory")]
+    v1 = [("cgroup", str(tmp_path / c), f"rw,{c}") for c in ("pids", "memory", "cpuacct")]
     for _, point, _ in v1:
         Path(point, "box").mkdir(parents=True)
-    cgroup = "3:pids:/box\n2:memory:/box\n1:cpu:/\n0::/\n"
+    cgroup = "4:cpuacct:/box\n3:pids:/box\n2:memory:/box\n1:cpu:/\n0::/\n"
     proc = _fake_host(tmp_path, cgroup, [("cgroup2", str(tmp_path / "unified"), "rw"), *v1])
     found = cgroups.detect(proc)
     assert found is not None and found.version == "v1"

@@ -1,24 +1,30 @@
-"""Kernel limits for everything one request starts: a cgroup per sandbox slot.
+"""The kernel's count and ceilings for everything one request starts: a cgroup per sandbox slot.
 
-The harness already sums CPU time and memory over a request's processes from /proc (harness.py:
-``ProcessWatch``); a cgroup adds what polling cannot: a memory and process-count ceiling the
-kernel enforces between two polls, whatever the programs do to their process groups.
+The harness sums CPU time and memory over a request's processes from /proc (harness.py:
+``ProcessWatch``), but polling misses what lives and dies between two polls, and a child reaped
+by the kernel itself (its parent ignores SIGCHLD) reaches nobody's ``RUSAGE_CHILDREN``. A cgroup
+counts every process it ever held, reaped or not: the launcher reads its CPU counter while the
+request runs and ends the request at its CPU bound (runner.py), and the kernel enforces the memory
+and process ceilings between two polls, whatever the programs do to their process groups.
 
-Where the host allows it (we are root and the hierarchy is writable), each slot ``k`` gets
-``<our own cgroup>/cobalt-sandbox-<euid>/slot-<k>``:
+Where the host allows it (we are root and the hierarchy is writable), each slot ``k`` has
+``<our own cgroup>/cobalt-sandbox-<euid>/slot-<k>``, made once and reused by every request on the
+slot (the request's CPU time is the counter's rise while it runs):
 
-* cgroup v2, where ``pids`` and ``memory`` are available to our cgroup's children;
-* else cgroup v1, where the ``pids`` and ``memory`` hierarchies are mounted and writable (this
-  project's machines: v2 is mounted without controllers);
+* cgroup v2, where ``pids`` and ``memory`` are available to our cgroup's children (``cpu.stat``
+  counts CPU time without the ``cpu`` controller);
+* else cgroup v1, where the ``pids``, ``memory`` and ``cpuacct`` hierarchies are mounted and
+  writable (this project's machines: v2 is mounted without controllers);
 * else none: the harness's polling and the per-process rlimits are the bound.
 
 Not the ``cpu`` controller: measured here, a sandbox in a CPU cgroup of its own took 40 ms more
 per request on an idle machine and 100-300 ms more on a busy one (the group competes as a single
-entity with every process of the host), more than the whole request costs otherwise. CPU time is
-bounded per test and per request by the harness instead.
+entity with every process of the host), more than the whole request costs otherwise.
 
-The sandbox joins the slot's groups before it starts (a ``sh`` prefix writes its pid, then execs
-the sandbox command), so nothing it forks escapes them.
+The sandbox joins the slot's groups before it starts (a ``sh`` prefix moves itself, then execs the
+sandbox command), so nothing it forks escapes them. It writes ``0`` (itself) into v1's ``tasks``:
+moving a thread that way skips the kernel's global lock for moving a whole process, whose RCU
+grace period cost ~10 ms per request here (``cgroup.procs``); v2 has no such door.
 """
 
 from __future__ import annotations
@@ -32,9 +38,11 @@ from pathlib import Path
 
 log = logging.getLogger("cobalt.sandbox")
 
-CONTROLLERS = ("pids", "memory")
-# Join every cgroup.procs given before "--", then become the sandbox command.
-JOIN = 'while [ "$1" != -- ]; do echo $$ > "$1" || exit 126; shift; done; shift; exec "$@"'
+CONTROLLERS = ("pids", "memory")  # delegated in v2; v1 also needs cpuacct (CPU_V1)
+CPU_V1 = "cpuacct"
+# Move this (single-threaded) shell into every group file given before "--", then become the
+# sandbox command.
+JOIN = 'while [ "$1" != -- ]; do echo 0 > "$1" || exit 126; shift; done; shift; exec "$@"'
 
 
 @dataclass(frozen=True)
@@ -44,23 +52,23 @@ class Limits:
 
 
 class RequestCgroups:
-    """The slot cgroups of one cgroup version: ``bases`` maps each controller to the directory
-    under which the slots' groups are made."""
+    """The slot cgroups of one cgroup version: ``bases`` maps each controller (v1: pids, memory,
+    cpuacct; v2: the same directory for all) to the directory under which the slots' groups are."""
 
     def __init__(self, version: str, bases: dict[str, Path]):
         self.version, self.bases = version, bases
 
     def describe(self) -> str:
-        return f"cgroup {self.version} per request ({', '.join(CONTROLLERS)})"
+        return f"cgroup {self.version} per slot (CPU time counted; {', '.join(CONTROLLERS)} ceilings)"
 
     def slot_dirs(self, slot: int) -> list[Path]:
         return sorted({base / f"slot-{slot}" for base in self.bases.values()})
 
     def prepare(self, slot: int, limits: Limits) -> list[str]:
-        """Make the slot's groups with the request's limits; the cgroup.procs files to join."""
+        """The slot's groups (made once, reused), emptied, with the request's limits (another
+        process's config may have set others); the files to join them by."""
         for path in self.slot_dirs(slot):
             path.mkdir(parents=True, exist_ok=True)
-        self._kill_members(slot)  # left by a launcher killed mid-request
         memory = self.bases["memory"] / f"slot-{slot}"
         _write(self.bases["pids"] / f"slot-{slot}" / "pids.max", limits.max_processes)
         if self.version == "v2":
@@ -69,22 +77,35 @@ class RequestCgroups:
                 _write(memory / "memory.swap.max", 0)
         else:
             _write(memory / "memory.limit_in_bytes", limits.memory_bytes)
-        return [str(path / "cgroup.procs") for path in self.slot_dirs(slot)]
+        self.kill(slot)  # left by a launcher killed mid-request
+        join = "cgroup.procs" if self.version == "v2" else "tasks"
+        return [str(path / join) for path in self.slot_dirs(slot)]
 
-    def command_prefix(self, procs_files: list[str]) -> list[str]:
-        return ["/bin/sh", "-c", JOIN, "cobalt-join", *procs_files, "--"]
+    def command_prefix(self, join_files: list[str]) -> list[str]:
+        return ["/bin/sh", "-c", JOIN, "cobalt-join", *join_files, "--"]
+
+    def cpu_seconds(self, slot: int) -> float:
+        """CPU time every process the slot ever held has used (it only grows)."""
+        if self.version == "v2":
+            stat = (self.bases["pids"] / f"slot-{slot}" / "cpu.stat").read_text()
+            return int(stat.split("usage_usec", 1)[1].split()[0]) / 1e6
+        return int((self.bases[CPU_V1] / f"slot-{slot}" / "cpuacct.usage").read_text()) / 1e9
 
     def release(self, slot: int) -> None:
         """End whatever the request left in its groups (a process that escaped everything else)."""
-        if left := self._kill_members(slot):
+        if left := self.kill(slot):
             log.warning("ended %d process(es) left in sandbox slot %d's cgroup: %s", len(left), slot, left)
 
-    def _kill_members(self, slot: int) -> list[int]:
+    def kill(self, slot: int) -> list[int]:
+        """End every process in the slot's groups, whatever its process group, session or parent."""
         killed: list[int] = []
-        for _ in range(100):
+        for attempt in range(100):
             members = self.members(slot)
             if not members:
                 return killed
+            if attempt == 0 and self.version == "v2":  # all at once, forks included (Linux 5.14)
+                with contextlib.suppress(OSError):
+                    _write(self.bases["pids"] / f"slot-{slot}" / "cgroup.kill", 1)
             for pid in members:
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGKILL)
@@ -154,18 +175,18 @@ def _v2_bases(mounts, memberships: dict[str, str], name: str) -> dict[str, Path]
         with contextlib.suppress(OSError):
             base.mkdir(exist_ok=True)
             _write(base / "cgroup.subtree_control", " ".join(f"+{c}" for c in CONTROLLERS))
-            return dict.fromkeys(CONTROLLERS, base)
+            return dict.fromkeys((*CONTROLLERS, CPU_V1), base)
         return None
     return None
 
 
 def _v1_bases(mounts, memberships: dict[str, str], name: str) -> dict[str, Path] | None:
-    bases = {}
+    bases, wanted = {}, (*CONTROLLERS, CPU_V1)
     for fstype, mount_point, options in mounts:
-        for controller in CONTROLLERS:
+        for controller in wanted:
             if fstype == "cgroup" and controller in options and controller in memberships:
                 bases[controller] = Path(mount_point) / memberships[controller].lstrip("/") / name
-    return bases if set(bases) == set(CONTROLLERS) else None
+    return bases if set(bases) == set(wanted) else None
 
 
 def _usable(bases: dict[str, Path]) -> bool:

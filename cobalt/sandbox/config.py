@@ -20,8 +20,8 @@ class SandboxConfig:
     memory_mb: int = 1024
     max_processes: int = 64
     request_memory_mb: int | None = None  # all processes of a request; None: memory_mb x test_concurrency
-    request_cpu_s: float | None = None  # all processes of a request; None: test_timeout_s x tests + 1
-    cgroups: str = "off"  # auto: a cgroup per request where the host allows it | off
+    request_cpu_s: float | None = None  # all processes of a request; None: see request_cpu_seconds
+    cgroups: str = "auto"  # auto: a cgroup per slot where the host allows it (the kernel counts) | off
     max_file_mb: int = 16
     max_scratch_mb: int = 64  # all files of one request's programs together
     max_scratch_files: int = 4096  # files and directories of one request's programs together
@@ -73,7 +73,12 @@ class SandboxConfig:
         return (self.request_memory_mb or self.memory_mb * self.test_concurrency) << 20
 
     def request_cpu_seconds(self, tests: int) -> float:
-        return self.request_cpu_s or self.test_timeout_s * tests + 1.0
+        """CPU time all processes of a request may use together: ``request_cpu_s``, else what its
+        tests may use one after the other plus a second (the harness, stragglers), at most what
+        ``test_concurrency`` tests could use in ``request_timeout_s``, the request's wall bound."""
+        if self.request_cpu_s:
+            return self.request_cpu_s
+        return min(self.test_timeout_s * tests + 1.0, self.request_timeout_s * self.test_concurrency)
 
     def harness_limits(
         self, dedicated_uid: bool, scratch_mounts: tuple[str, ...] = (), tests: int = 1

@@ -297,11 +297,28 @@ def run_child(program, fds, workdir, limits, stdio, parent, landlock):
         sys.argv = [PROGRAM_NAME]
         sys.path[0:0] = [os.path.dirname(workdir)]  # as for `python3 solution.py`
         disable_destructive_functions()
+        keep_children_waitable()
         if limits["site_builtins"]:
             define_site_builtins()
         status = run_program(program)
     finally:
         os._exit(status)
+
+
+def keep_children_waitable():
+    """SIGCHLD set to SIG_IGN through the signal module becomes SIG_DFL: the kernel reaps the
+    children of a process that ignores SIGCHLD at once, out of every parent's accounting, where
+    the default keeps them (as zombies) until their parent waits, so the harness counts their CPU
+    time. Not a boundary (sigaction() called through ctypes is not seen): the slot's cgroup, where
+    the launcher has one, counts those children."""
+    real = _signal.signal
+
+    def signal(signalnum, handler):
+        if signalnum == _signal.SIGCHLD and handler == _signal.SIG_IGN:
+            handler = _signal.SIG_DFL
+        return real(signalnum, handler)
+
+    _signal.signal = signal
 
 
 def define_site_builtins():
@@ -485,6 +502,17 @@ def kill_group(pid):
     try:
         os.killpg(pid, SIGKILL)
     except (ProcessLookupError, PermissionError):
+        pass
+
+
+def end_stray(pid, ours):
+    """Kill a process of no running test; reap it if it is our child (an orphan we adopted as
+    the subreaper), once dead (it usually is by the next poll)."""
+    try:
+        os.kill(pid, SIGKILL)
+        if ours:
+            os.waitpid(pid, os.WNOHANG)
+    except (ProcessLookupError, PermissionError, ChildProcessError):
         pass
 
 
@@ -683,57 +711,90 @@ def stop_all(running, pending, loop, limits, emit, disk, status="disk_limit"):
 
 class ProcessWatch:
     """Rlimits bound each process alone: 16 forked spinners had 16 x the CPU time, 5 children each
-    holding 900 MiB 5 x the memory. This sums, from /proc, the CPU time of every process of a test
-    (its process group, dead members included through their parents) and the CPU time and resident
-    memory of every process of the request: the sandbox's PID namespace (bwrap, where the harness is
-    init) or the slot's uid (landlock), plus what the harness has reaped. Kernel cgroup limits,
-    where the launcher can set them, bound the same totals without polling."""
+    holding 900 MiB 5 x the memory. This sums, from /proc, the CPU time and resident memory of every
+    process of a test (dead members included through their parents) and of every process of the
+    request: the sandbox's PID namespace (bwrap, where the harness is init) or the slot's uid
+    (landlock), plus what the harness has reaped. A process belongs to the test whose process group
+    it is in, else to its parent's test (a child that left with setsid() is still its test's), else
+    to the test it was seen in before its parent died. In a sandbox of its own, a process of no
+    running test (a finished test's daemon) is ended. Polling misses processes that live and die
+    between two polls and are reaped by the kernel (their parent ignores SIGCHLD): the launcher's
+    cgroup counter, where it has one, bounds those (runner.py)."""
 
     def __init__(self, limits):
         self.whole_sandbox = os.getpid() == 1 or (limits["dedicated_uid"] and os.geteuid() != 0)
         self.max_cpu = limits["request_cpu_seconds"]
         self.max_memory = limits["request_memory_bytes"]
         self.next_check = time.monotonic() + PROCESS_CHECK_SECONDS
+        self.owner = {}  # pid -> the test (its leader's pid) it belonged to when last seen
 
-    def sample(self, groups):
-        """CPU seconds and resident bytes per watched process group, and the request's CPU
-        seconds and resident bytes."""
-        me, uid = os.getpid(), os.getuid()
-        group_cpu, group_rss, cpu, rss = dict.fromkeys(groups, 0.0), dict.fromkeys(groups, 0), 0.0, 0
+    def processes(self):
+        """pid -> (parent, process group, CPU seconds with reaped children, resident bytes) of the
+        processes we watch (not the harness)."""
+        me, uid, found = os.getpid(), os.getuid(), {}
         for name in os.listdir("/proc"):
             if not name.isdigit() or int(name) == me:
                 continue
             try:
-                if os.getpid() != 1 and os.stat("/proc/" + name).st_uid != uid:
+                if me != 1 and os.stat("/proc/" + name).st_uid != uid:
                     continue
                 with open("/proc/%s/stat" % name, "rb") as stat:
                     fields = stat.read().rsplit(b")", 1)[1].split()
-            except (OSError, IndexError):
+                used = sum(int(f) for f in fields[11:15]) / CLOCK_TICKS  # utime stime cutime cstime
+                found[int(name)] = (int(fields[1]), int(fields[2]), used, int(fields[21]) * PAGE_SIZE)
+            except (OSError, IndexError, ValueError):
                 continue  # gone meanwhile
-            used = sum(int(f) for f in fields[11:15]) / CLOCK_TICKS  # utime stime cutime cstime
-            resident = int(fields[21]) * PAGE_SIZE
-            group = int(fields[2])
-            if group in group_cpu:
-                group_cpu[group] += used
-                group_rss[group] += resident
-            if self.whole_sandbox or group in group_cpu:
+        return found
+
+    def attribute(self, procs, running):
+        """pid -> the running test it belongs to, or None."""
+        owner = {}
+        for pid in procs:
+            chain, at = [], pid
+            while at in procs and at not in owner and len(chain) <= len(procs):
+                chain.append(at)
+                parent, group = procs[at][:2]
+                if group in running or parent not in procs:
+                    owner[at] = group if group in running else self.owner.get(at)
+                    break
+                at = parent
+            test = owner.get(at)
+            for member in chain:
+                owner[member] = test if test in running else None
+        self.owner = {pid: test for pid, test in owner.items() if test is not None}
+        return owner
+
+    def sample(self, running):
+        """CPU seconds and resident bytes per running test (by its leader's pid), and the request's
+        CPU seconds and resident bytes; ends strays (in a sandbox of its own)."""
+        procs = self.processes()
+        owner = self.attribute(procs, running)
+        test_cpu, test_rss, cpu, rss = dict.fromkeys(running, 0.0), dict.fromkeys(running, 0), 0.0, 0
+        for pid, (parent, _, used, resident) in procs.items():
+            test = owner[pid]
+            if test is not None:
+                test_cpu[test] += used
+                test_rss[test] += resident
+            elif self.whole_sandbox:
+                end_stray(pid, parent == os.getpid())  # no running test's: a finished test's leftover
+            if self.whole_sandbox or test is not None:
                 cpu += used
                 rss += resident
         reaped = resource.getrusage(resource.RUSAGE_CHILDREN)
-        return group_cpu, group_rss, cpu + reaped.ru_utime + reaped.ru_stime, rss
+        return test_cpu, test_rss, cpu + reaped.ru_utime + reaped.ru_stime, rss
 
     def check(self, running, limits):
         """Tests whose processes together went over their CPU time or memory (each marked with
         its status), and the request's status if everything together did, else None."""
-        group_cpu, group_rss, cpu, rss = self.sample(running)
+        test_cpu, test_rss, cpu, rss = self.sample(running)
         self.next_check = time.monotonic() + PROCESS_CHECK_SECONDS
         stopped = []
-        for pid, used in group_cpu.items():
+        for pid, used in test_cpu.items():
             run = running[pid]
             run.group_cpu = used
             if used >= limits["cpu_seconds"]:
                 run.forced_status = "timeout"
-            elif group_rss[pid] > limits["memory_bytes"]:
+            elif test_rss[pid] > limits["memory_bytes"]:
                 run.forced_status = "memory_limit"
             if run.forced_status:
                 stopped.append(run)

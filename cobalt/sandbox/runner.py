@@ -39,6 +39,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -427,6 +428,7 @@ def _launch(backend, cfg: SandboxConfig, code: str, inputs: list[str], deadline:
         }
         groups = request_cgroups(cfg)
         prefix = groups.command_prefix(groups.prepare(slot.index, _cgroup_limits(cfg))) if groups else []
+        cpu = CpuWatch(groups, slot, cfg.request_cpu_seconds(len(inputs)))
         try:
             proc = subprocess.Popen(
                 prefix + backend.command(slot, scratch),
@@ -442,7 +444,8 @@ def _launch(backend, cfg: SandboxConfig, code: str, inputs: list[str], deadline:
         try:
             harness = harness_bytecode(cfg.python)
             stdin = b"%d\n" % len(harness) + harness + marshal.dumps(request)
-            out, err = proc.communicate(stdin, timeout=max(0.0, deadline - time.monotonic()))
+            with cpu:
+                out, err = proc.communicate(stdin, timeout=max(0.0, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
             _kill(proc)
             raise RequestTimeout(f"request exceeded {cfg.request_timeout_s:g} s") from None
@@ -451,13 +454,46 @@ def _launch(backend, cfg: SandboxConfig, code: str, inputs: list[str], deadline:
             backend.cleanup(slot)
             if groups:
                 groups.release(slot.index)
-    results = _parse_results(out, err, proc.returncode, len(inputs))
+    results = _parse_results(out, err, proc.returncode, len(inputs), "timeout" if cpu.exceeded else "crashed")
     for result in results:
         if result["status"] == "disk_limit":
             result.update(limit_mb=cfg.max_scratch_mb, limit_files=cfg.max_scratch_files)
         elif result["status"] == "memory_limit":
             result.update(limit_mb=cfg.memory_mb)
     return results
+
+
+CPU_CHECK_S = 0.05  # how often the launcher reads a request's CPU counter (as the harness polls /proc)
+
+
+class CpuWatch:
+    """Where the slot has cgroups, a thread that reads the slot's CPU counter every
+    ``CPU_CHECK_S`` while the request runs and ends it (every process in the slot's groups, the
+    harness too) once all its processes, reaped or not, have used more than ``seconds``."""
+
+    def __init__(self, groups: cgroups.RequestCgroups | None, slot: Slot, seconds: float):
+        self.groups, self.slot, self.seconds = groups, slot.index, seconds
+        self.start = groups.cpu_seconds(slot.index) if groups else 0.0  # before the sandbox starts
+        self.exceeded = False
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._watch, name=f"cpu-watch-{slot.index}", daemon=True)
+
+    def __enter__(self):
+        if self.groups is not None:
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._done.set()
+        if self._thread.is_alive():
+            self._thread.join()
+
+    def _watch(self) -> None:
+        while not self._done.wait(CPU_CHECK_S):
+            if self.groups.cpu_seconds(self.slot) - self.start > self.seconds:
+                self.exceeded = True
+                self.groups.kill(self.slot)
+                return
 
 
 def request_cgroups(cfg: SandboxConfig) -> cgroups.RequestCgroups | None:
@@ -490,9 +526,12 @@ def _kill(proc: subprocess.Popen) -> None:
         proc.communicate()
 
 
-def _parse_results(out: bytes, err: bytes, returncode: int, count: int) -> list[dict]:
-    """Decode the harness's framed records (see harness.py); tests with no record (the sandbox
-    died first) get status ``crashed``. The sandbox is untrusted: malformed data ends parsing."""
+def _parse_results(
+    out: bytes, err: bytes, returncode: int, count: int, missing: str = "crashed"
+) -> list[dict]:
+    """Decode the harness's framed records (see harness.py); tests with no record get status
+    ``missing``: ``crashed`` (the sandbox died first) or ``timeout`` (the launcher ended it at the
+    request's CPU bound). The sandbox is untrusted: malformed data ends parsing."""
     results: list[dict | None] = [None] * count
     pos = 0
     while pos < len(out):
@@ -514,6 +553,11 @@ def _parse_results(out: bytes, err: bytes, returncode: int, count: int) -> list[
         except ValueError:
             break  # a torn record: the harness was killed mid-write
     detail = err.decode("utf-8", "replace").strip()[-300:]
+    if missing == "timeout":
+        return [
+            r or {"status": "timeout", "rc": -signal.SIGKILL, "cpu": 0.0, "stdout": "", "stderr": ""}
+            for r in results
+        ]
     return [
         r
         if r is not None
