@@ -215,3 +215,48 @@ def test_a_setsid_child_ends_with_its_test(cfg):
         settings = dataclasses.replace(cfg, test_concurrency=1, cgroups=cgroups)
         results = run_in_sandbox(SETSID_HEARTBEAT, ["leave", "watch"], settings)
         assert [r["stdout"] for r in results] == ["left\n", "ended\n"], (cgroups, results)
+
+
+# --- the process bound without root: bwrap's user namespace counts its own processes -------------
+
+USER_UID = 64190  # an unprivileged user that launches sandboxes itself
+LAUNCH_AS_USER = """
+import dataclasses, json, sys
+from cobalt.sandbox import default_config
+from cobalt.sandbox.runner import run_in_sandbox
+cfg = dataclasses.replace(default_config(), backend="bwrap")
+print(json.dumps(run_in_sandbox(sys.stdin.read(), [""], cfg)))
+"""
+FORK_BOMB = (
+    "import ctypes, time\nlibc = ctypes.CDLL(None)\nn = 0\n"
+    "while n < 1000:\n    pid = libc.fork()\n    if pid < 0:\n        break\n"
+    "    if pid == 0:\n        time.sleep(30)\n        raise SystemExit\n    n += 1\nprint(n)\n"
+)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to start processes as another user")
+def test_a_fork_bomb_is_bounded_without_root_in_bwraps_user_namespace():
+    as_user = ["setpriv", f"--reuid={USER_UID}", f"--regid={USER_UID}", "--clear-groups"]
+    # The user already runs more processes than the bound: counted per uid alone, no fork could
+    # succeed in the sandbox; counted per user namespace, the sandbox has its own 64.
+    outside = [subprocess.Popen([*as_user, "sleep", "60"]) for _ in range(70)]
+    try:
+        done = subprocess.run(
+            [*as_user, "/usr/bin/python3", "-c", LAUNCH_AS_USER],
+            input=FORK_BOMB,
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+            timeout=120,
+            env={"PATH": "/usr/bin:/bin", "HOME": "/tmp", "PYTHONPATH": str(ROOT)},
+        )
+    finally:
+        for process in outside:
+            process.kill()
+            process.wait()
+    if done.returncode != 0 and "SandboxUnavailable" in done.stderr:
+        pytest.skip(f"bwrap does not run for an unprivileged user here: {done.stderr[-300:]}")
+    assert done.returncode == 0, done.stderr[-2000:]
+    [result] = json.loads(done.stdout)
+    forks = result["stdout"].split()[0]
+    assert forks.isdigit() and 0 < int(forks) < 64, result

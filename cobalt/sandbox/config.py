@@ -81,11 +81,16 @@ class SandboxConfig:
         return min(self.test_timeout_s * tests + 1.0, self.request_timeout_s * self.test_concurrency)
 
     def harness_limits(
-        self, dedicated_uid: bool, scratch_mounts: tuple[str, ...] = (), tests: int = 1
+        self,
+        dedicated_uid: bool,
+        scratch_mounts: tuple[str, ...] = (),
+        tests: int = 1,
+        own_user_namespace: bool = False,
     ) -> dict:
         """The limits the in-sandbox harness applies (see harness.py). ``scratch_mounts``: the
         filesystems of their own (bwrap's sized tmpfs) that hold every file a program may write;
-        empty when the scratch space is a host directory."""
+        empty when the scratch space is a host directory. ``own_user_namespace``: the sandbox runs
+        in a user namespace of its own where the kernel counts processes apart (Linux 5.14)."""
         return {
             "cpu_seconds": self.test_timeout_s,
             "wall_seconds": max(self.wall_timeout_s, self.test_timeout_s),
@@ -98,8 +103,9 @@ class SandboxConfig:
             "scratch_mounts": list(scratch_mounts),
             "request_seconds": self.request_timeout_s,
             "max_output_bytes": self.max_output_bytes,
-            # RLIMIT_NPROC counts every process of the uid: only meaningful on a uid of our own.
-            "max_processes": self.max_processes if dedicated_uid else 0,
+            # RLIMIT_NPROC counts every process of the uid in its user namespace: meaningful on a
+            # uid of our own, or in a user namespace of our own.
+            "max_processes": self.max_processes if dedicated_uid or own_user_namespace else 0,
             "dedicated_uid": dedicated_uid,
             "concurrency": self.test_concurrency,
             "stdin_file": self.stdin == "file",

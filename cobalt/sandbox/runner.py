@@ -231,8 +231,19 @@ def _sizes_tmpfs(bwrap: str) -> bool:
     return "--size" in done.stdout + done.stderr
 
 
+def _counts_processes_per_user_namespace() -> bool:
+    """Whether RLIMIT_NPROC counts a uid's processes per user namespace (Linux 5.14, ucounts), so
+    that a sandbox in a user namespace of its own can be bounded without a uid of its own."""
+    release = os.uname().release.split(".")
+    try:
+        return (int(release[0]), int(release[1].split("-")[0])) >= (5, 14)
+    except (IndexError, ValueError):
+        return False
+
+
 class BwrapBackend:
     name = "bwrap"
+    own_user_namespace = _counts_processes_per_user_namespace()  # --unshare-user
 
     def __init__(self, cfg: SandboxConfig):
         self.bwrap = _find_bwrap(cfg.bwrap)
@@ -314,6 +325,7 @@ class BwrapBackend:
 
 class LandlockBackend:
     name = "landlock"
+    own_user_namespace = False
     host_scratch = True
     scratch_mounts = ()  # a host directory, walked by the harness
 
@@ -423,7 +435,9 @@ def _launch(backend, cfg: SandboxConfig, code: str, inputs: list[str], deadline:
         request = {
             "code": code,
             "inputs": [s.encode("utf-8", "surrogatepass") for s in inputs],
-            "limits": cfg.harness_limits(slot.dedicated, backend.scratch_mounts, tests=len(inputs)),
+            "limits": cfg.harness_limits(
+                slot.dedicated, backend.scratch_mounts, len(inputs), backend.own_user_namespace
+            ),
             "landlock": backend.landlock_spec(scratch),
         }
         groups = request_cgroups(cfg)
