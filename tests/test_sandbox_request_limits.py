@@ -130,6 +130,17 @@ def test_cgroup_v1_when_v2_has_no_controllers_and_none_without_either(tmp_path):
     )
 
 
+def test_the_slots_cpu_counter_is_read_in_either_version(tmp_path):
+    v1 = {name: tmp_path / "v1" / name for name in ("pids", "memory", "cpuacct")}
+    (v1["cpuacct"] / "slot-3").mkdir(parents=True)
+    (v1["cpuacct"] / "slot-3" / "cpuacct.usage").write_text("2500000000\n")  # nanoseconds
+    assert cgroups.RequestCgroups("v1", v1).cpu_seconds(3) == 2.5
+    v2 = tmp_path / "v2"
+    (v2 / "slot-3").mkdir(parents=True)
+    (v2 / "slot-3" / "cpu.stat").write_text("usage_usec 1500000\nuser_usec 1000000\nsystem_usec 500000\n")
+    assert cgroups.RequestCgroups("v2", dict.fromkeys(v1, v2)).cpu_seconds(3) == 1.5
+
+
 def test_a_bare_yaml_off_or_on_means_what_it_says():
     # YAML reads `cgroups: off` as false and `on` as true
     assert cgroups_setting(False) == "off" and cgroups_setting(True) == "auto"
