@@ -1,9 +1,11 @@
 """Wall time and peak memory of the CPU rehearsal of each paper profile (``--rehearse``).
 
-    .venv/bin/python bench/bench_rehearsal.py [--profiles multi_turn_qwen3_8b ...] [--workdir DIR]
+    .venv/bin/python bench/bench_rehearsal.py [--profiles multi_turn_qwen3_8b ...] [--workdir DIR] [--chain]
 
 Each rehearsal runs as a user would start it (``scripts/train_grpo_*.sh --profile P --rehearse``,
-its own private Ray head) in ``--workdir`` (default: a new temp dir; the demo data and tiny models
+its own private Ray head; with ``--chain`` the paper's whole chain, ``scripts/reproduce_paper.sh
+--rehearse --profile P``, on the embedded problems written as TACO-verified and LiveCodeBench files)
+in ``--workdir`` (default: a new temp dir; the demo data and tiny models
 it builds are reused by the later profiles). Peak memory is the largest sum of proportional set
 sizes (PSS: shared pages split among the processes sharing them, so the sum is real memory) over
 the launcher and all its descendants (Ray head, raylet, FSDP workers, vLLM replicas, evaluator
@@ -58,9 +60,17 @@ def _pss(pid: int) -> int:
     return 0
 
 
-def rehearse(profile: str, workdir: Path) -> dict:
+def rehearse(profile: str, workdir: Path, chain: bool = False) -> dict:
     cmd = ["bash", str(ROOT / "scripts" / SCRIPTS[profile]), "--profile", profile, "--rehearse"]
     log = workdir / f"{profile}.log"
+    if chain:
+        from cobalt.data.embedded import LCB_FILE, TACO_FILE, write_raw
+
+        if not (workdir / TACO_FILE).exists():
+            write_raw(workdir)
+        cmd = ["bash", str(ROOT / "scripts/reproduce_paper.sh"), "--rehearse", "--profile", profile,
+               "--taco", TACO_FILE, "--lcb", LCB_FILE, "--run_dir", str(workdir / f"chain_{profile}")]  # fmt: skip
+        log = workdir / f"chain_{profile}.log"
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "WANDB_MODE": "disabled"}
     env.pop("RAY_ADDRESS", None)
     peak, started = 0, time.monotonic()
@@ -79,9 +89,10 @@ def rehearse(profile: str, workdir: Path) -> dict:
         returncode = proc.wait()
         done.set()
         sampler.join()
-    summary = _step_summary(log)
+    summary = _step_summary(workdir / f"chain_{profile}/logs/grpo.log" if chain else log)
     return {
         "profile": profile,
+        "what": "the paper's chain" if chain else "one GRPO step",
         "exit": returncode,
         "wall_s": round(time.monotonic() - started, 1),
         "peak_pss_gib": round(peak / 2**30, 2),
@@ -109,11 +120,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--profiles", nargs="+", default=list(SCRIPTS), choices=list(SCRIPTS))
     parser.add_argument("--workdir", type=Path, default=None)
+    parser.add_argument(
+        "--chain", action="store_true", help="rehearse the paper's whole chain, not only GRPO"
+    )
     args = parser.parse_args()
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="cobalt-rehearsal-"))
     workdir.mkdir(parents=True, exist_ok=True)
     for profile in args.profiles:
-        print(json.dumps(rehearse(profile, workdir)), flush=True)
+        print(json.dumps(rehearse(profile, workdir, args.chain)), flush=True)
 
 
 if __name__ == "__main__":

@@ -18,6 +18,7 @@ profile trains on turn-0 prompts of the problems themselves: it has no trajector
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
 import os
@@ -143,18 +144,15 @@ def first_lines(run: Run, path: Path, n: int) -> Path:
 
 
 # ---------------------------------------------------------------------------------- trajectories
-def trajectories(run: Run, inputs: Inputs, files: dict[str, Path], model: Path) -> dict[str, Path]:
+def trajectory_chains(run: Run, files: dict[str, Path]) -> dict[str, Chain]:
     """The base model's self-debugging on the training problems, with true and with perturbed
-    public tests (or the user's ``--trajectories``, evaluated on hidden tests if not yet)."""
+    public tests: the offline trajectories COBALT learns from."""
     cfg = run.cfg
-    if inputs.trajectories:
-        return {"trajectories": given_trajectories(run, Path(inputs.trajectories))}
-    chains = {
+    return {
         "trajectories": Chain(files["train"], cfg.trajectory_samples, cfg.trajectory_turns),
         "trajectories_perturbed": Chain(files["train_perturbed"], cfg.trajectory_samples, cfg.trajectory_turns,
                                         PERTURBED_FIELD),
     }  # fmt: skip
-    return self_debug_side_by_side(run, "trajectory model", model, chains)
 
 
 def given_trajectories(run: Run, path: Path) -> Path:
@@ -217,17 +215,15 @@ def verl_parquet(run: Run, tag: str, prompts: Path, validation: Path) -> Path:
 
 
 # ------------------------------------------------------------------------------------------ GRPO
-def grpo(run: Run, inputs: Inputs, train_file: Path, model: str) -> Path:
-    """GRPO with the profile, on its cluster (``--address``) or a private head of its own; the
-    trained model is the last checkpoint's Hugging Face directory."""
+def grpo(run: Run, train_file: Path, model: str) -> Path:
+    """GRPO with the profile on the chain's cluster; the trained model is the last checkpoint's
+    Hugging Face directory."""
     checkpoints = run.root / "checkpoints"
     val_file = train_file.parent / "test.parquet"
     if not val_file.exists():  # the mixed set validates on the unperturbed prompts' validation file
         val_file = run.root / "data/verl_trajectories/test.parquet"
-    cmd = [*python("cobalt.train.launch"), "--profile", inputs.profile, "--evaluator_config", run.cfg.evaluator_config,
-           *(["--address", inputs.address] if inputs.address else []),
-           *(["--num_gpus", inputs.num_gpus] if inputs.num_gpus is not None else []),
-           f"trainer.default_local_dir={checkpoints}"]  # fmt: skip
+    cmd = [*python("cobalt.train.launch"), "--profile", run.profile, "--evaluator_config", run.cfg.evaluator_config,
+           "--address", run.address, f"trainer.default_local_dir={checkpoints}"]  # fmt: skip
     if run.cfg.rehearse:  # the profile's topology and batch on a tiny model; its prompts from this run
         cmd += ["--rehearse", "--rehearse_prompts", train_file]
     else:
@@ -259,25 +255,35 @@ def evaluation_chains(run: Run, model_tag: str, files: dict[str, Path]) -> dict[
     }
 
 
-def on_cluster(run: Run, inputs: Inputs, work) -> None:
-    """``work()`` with ``run.address`` set: the user's cluster, or a private head for this block
-    (stopped after it, so that the trainer's own head has the machine to itself)."""
-    from cobalt.serve.cluster import connect, head_gpus, ray_cluster
+def head_size(run: Run, inputs: Inputs) -> tuple[int, int, str]:
+    """Logical CPUs and GPUs of the chain's private Ray head, which every stage shares (GRPO too):
+    on GPUs the GPUs detected here; in a rehearsal the fake GPUs and CPUs of the profile's ranks,
+    as the launcher would give its own head."""
+    from cobalt.serve.cluster import head_gpus
+    from cobalt.train import rehearsal
+    from cobalt.train.profile import hydra_overrides, load_profile, world_size
 
-    if inputs.address or run.cfg.rehearse:  # a rehearsal's engine is vLLM on CPU
-        gpus, why = 0, "a rehearsal: inference on CPU"
-    else:
-        gpus, why = head_gpus(inputs.num_gpus, cpu_platform=False)
-    if not inputs.address:
-        run.log(f"private Ray head with {gpus} GPUs ({why})")
-    cpus = max(8, os.cpu_count() or 2)  # logical CPUs: the engine and evaluator apps' asks fit on 2 cores
-    with ray_cluster(inputs.address, num_cpus=cpus, num_gpus=gpus, log=run.log) as address:
+    profile = load_profile(inputs.profile)
+    if run.cfg.rehearse:
+        profile = rehearsal.plan(profile).profile
+    ranks = world_size(hydra_overrides(profile))
+    asked = int(profile.ray.get("num_cpus", 0)) + int(profile.ray.get("cpus_per_rank", 0)) * ranks
+    gpus, why = head_gpus(inputs.num_gpus, cpu_platform=run.cfg.rehearse, needed=ranks)
+    return max(8, os.cpu_count() or 2, asked), gpus, why
+
+
+@contextlib.contextmanager
+def chain_cluster(run: Run, inputs: Inputs):
+    """``run.address`` set for the block: the user's cluster, or one private head for the chain."""
+    from cobalt.serve.cluster import connect, ray_cluster
+
+    cpus, gpus, why = (None, 0, None) if inputs.address else head_size(run, inputs)
+    with ray_cluster(inputs.address, num_cpus=cpus, num_gpus=gpus, gpus_why=why, log=run.log) as address:
         run.address = address
         connect(address)
         try:
-            work()
+            yield
         finally:
-            stop_engine(run)
             import ray
 
             ray.shutdown()
@@ -300,20 +306,26 @@ def run_chain(run: Run, inputs: Inputs) -> Path:
     evaluated: dict[str, Path] = {}
     base_evals: dict[str, Path] = {}
 
-    def base_stages():
-        if not single_turn(inputs.profile):
-            evaluated.update(trajectories(run, inputs, files, model))
-            stop_engine(run)
-        base_evals.update(
-            self_debug_side_by_side(run, "base model", model, evaluation_chains(run, "base", files))
-        )
+    def base_stages():  # the trajectories and the base evaluation side by side on one engine
+        makes_trajectories = not (single_turn(inputs.profile) or inputs.trajectories)
+        chains = {**(trajectory_chains(run, files) if makes_trajectories else {}),
+                  **evaluation_chains(run, "base", files)}  # fmt: skip
+        done = self_debug_side_by_side(run, "base model", model, chains)
+        base_evals.update({tag: path for tag, path in done.items() if tag.startswith("eval_")})
+        evaluated.update({tag: path for tag, path in done.items() if tag.startswith("trajectories")})
+        if inputs.trajectories and not single_turn(inputs.profile):
+            evaluated["trajectories"] = given_trajectories(run, Path(inputs.trajectories))
 
-    on_cluster(run, inputs, base_stages)
-    train_file = training_data(run, inputs, files, evaluated, str(model))
-    trained = grpo(run, inputs, train_file, str(model))
     trained_evals: dict[str, Path] = {}
-    on_cluster(run, inputs, lambda: trained_evals.update(
-        self_debug_side_by_side(run, "trained model", trained, evaluation_chains(run, "trained", files))))  # fmt: skip
+    with chain_cluster(run, inputs):
+        base_stages()
+        stop_engine(run)  # the trainer needs the memory
+        train_file = training_data(run, inputs, files, evaluated, str(model))
+        trained = grpo(run, train_file, str(model))
+        trained_evals |= self_debug_side_by_side(
+            run, "trained model", trained, evaluation_chains(run, "trained", files)
+        )
+        stop_engine(run)
     from cobalt.eval.paper_report import write_paper_report
 
     return write_paper_report(run, inputs.profile, base_evals, trained_evals, time.monotonic() - started)
@@ -386,6 +398,8 @@ def main(argv=None) -> int:
         help="offline trajectories to learn from instead of generating them",
     )
     p.add_argument("--address", default=None, help="a running Ray cluster (HOST:PORT) for every stage")
+    p.add_argument("--evaluator_config", default=None, help="configs/<name>.yaml of the evaluator for every stage "
+                   "(default: the chain config's; evaluator_paper on a cluster with 80 free CPUs)")  # fmt: skip
     p.add_argument(
         "--num_gpus", type=int, default=None, help="GPUs of a private Ray head (default: detected)"
     )

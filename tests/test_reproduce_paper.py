@@ -34,7 +34,7 @@ def documented_commands() -> list[str]:
 def inputs(tmp_path):
     """The documented file names, as small files of each dataset's own format, in the caller's
     directory (``tmp_path``, where the documented commands run)."""
-    taco_file(tmp_path / "taco_verified.parquet", limit=8)
+    taco_file(tmp_path / "taco_verified.parquet", limit=4)
     lcb_file(tmp_path / "test6.jsonl", limit=3)
     return tmp_path
 
