@@ -164,3 +164,22 @@ def test_the_rehearsal_runs_the_whole_chain_to_a_report_beside_the_papers_figure
     md = (run_dir / "report/report.md").read_text()
     assert "| LiveCodeBench (test6) | trained | 38.5 |" in md and "A rehearsal on CPU" in md
     assert not (home / ".ray").exists()
+
+
+def test_the_chains_head_is_sized_for_the_profile_and_a_gpu_run_checks_the_gpus_first(monkeypatch):
+    from cobalt.config import from_dict, load_config
+    from cobalt.reproduce import Inputs, PaperConfig, head_size, missing_gpus
+    from cobalt.stages import Run
+
+    rehearsal = from_dict(PaperConfig, load_config("paper_rehearsal"))
+    gpu = from_dict(PaperConfig, load_config("paper"))
+    inputs = Inputs("multi_turn_qwen3_8b", "t", "l")
+    # a rehearsal's head: the fake GPUs and CPUs the launcher's own head would have (4 ranks)
+    assert head_size(Run(Path("unused"), rehearsal, inputs.profile), inputs)[:2] == (24 + 3 * 4, 4)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1,2,3")
+    assert missing_gpus(gpu, inputs) is None
+    assert head_size(Run(Path("unused"), gpu, inputs.profile), inputs)[1] == 4
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1")
+    assert "trains on 4 GPUs and this machine offers 2" in missing_gpus(gpu, inputs)
+    assert missing_gpus(rehearsal, inputs) is None  # a rehearsal needs none
+    assert missing_gpus(gpu, Inputs("multi_turn_qwen3_8b", "t", "l", address="127.0.0.1:1")) is None
