@@ -29,6 +29,7 @@ from pathlib import Path
 from cobalt.argtypes import caller_path
 from cobalt.config import from_dict, load_config
 from cobalt.data.sources import file_shape
+from cobalt.jsonl import read_jsonl
 from cobalt.stages import (
     ROOT,
     Chain,
@@ -69,6 +70,7 @@ class Inputs:
     trajectories: str | None = None
     address: str | None = None
     num_gpus: int | None = None
+    taco_dev: str | None = None
 
 
 def single_turn(profile: str) -> bool:
@@ -115,13 +117,23 @@ def problems(run: Run, inputs: Inputs) -> dict[str, Path]:
     files = {"train": taco["train"], "dev": taco["dev"], "lcb": lcb}
     if cfg.max_problems:
         files = {name: first_lines(run, path, cfg.max_problems) for name, path in files.items()}
-    for name in ("train", "dev"):
-        out = data / f"taco_{name}_perturbed.jsonl"
+    if inputs.taco_dev:  # a perturbed validation set of one's own (e.g. the authors' TACO-Cobalt-PTB)
+        files["dev"] = Path(inputs.taco_dev)
+        if PERTURBED_FIELD in next(iter(read_jsonl(inputs.taco_dev)), {}):
+            return files | {"dev_perturbed": files["dev"], **perturbed(run, files, ("train",))}
+    return files | perturbed(run, files, ("train", "dev"))
+
+
+def perturbed(run: Run, files: dict[str, Path], names: tuple[str, ...]) -> dict[str, Path]:
+    """``run_perturbation.py`` on each named problem file: ``{name}_perturbed`` → its output."""
+    out_files = {}
+    for name in names:
+        out = run.root / f"data/taco_{name}_perturbed.jsonl"
         run.stage(f"perturbed public tests ({name})", out.exists, lambda name=name, out=out: run.command(
             f"perturb_{name}", [*python(ROOT / "preproc/run_perturbation.py"), "-i", files[name], "-o", out,
                                 "--seed", 42]))  # fmt: skip
-        files[f"{name}_perturbed"] = out
-    return files
+        out_files[f"{name}_perturbed"] = out
+    return out_files
 
 
 def split_processed(run: Run, source: str, out: dict[str, Path]) -> None:
@@ -156,8 +168,6 @@ def trajectory_chains(run: Run, files: dict[str, Path]) -> dict[str, Chain]:
 
 
 def given_trajectories(run: Run, path: Path) -> Path:
-    from cobalt.jsonl import read_jsonl
-
     first = next(iter(read_jsonl(path)), {})
     if "all_pass_rates" in first:
         return path
@@ -397,6 +407,9 @@ def main(argv=None) -> int:
         type=caller_path,
         help="offline trajectories to learn from instead of generating them",
     )
+    p.add_argument("--taco_dev", default=None, type=caller_path, help="problem records to evaluate as TACO-dev "
+                   "instead of the dev split of --taco (perturbed in place unless they carry "
+                   "perturbed_public_test_cases, as the authors' TACO-Cobalt-PTB)")  # fmt: skip
     p.add_argument("--address", default=None, help="a running Ray cluster (HOST:PORT) for every stage")
     p.add_argument("--evaluator_config", default=None, help="configs/<name>.yaml of the evaluator for every stage "
                    "(default: the chain config's; evaluator_paper on a cluster with 80 free CPUs)")  # fmt: skip
@@ -426,7 +439,9 @@ def main(argv=None) -> int:
     cfg = from_dict(PaperConfig, load_config(config), source=f"configs/{config}")
     if args.evaluator_config:
         cfg = dataclasses.replace(cfg, evaluator_config=args.evaluator_config)
-    inputs = Inputs(args.profile, args.taco, args.lcb, args.trajectories, args.address, args.num_gpus)
+    inputs = Inputs(
+        args.profile, args.taco, args.lcb, args.trajectories, args.address, args.num_gpus, args.taco_dev
+    )
     if args.dry_run:
         plan = dry_run_plan(cfg, inputs)
         print(json.dumps(plan, indent=1))

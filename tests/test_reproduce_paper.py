@@ -183,3 +183,30 @@ def test_the_chains_head_is_sized_for_the_profile_and_a_gpu_run_checks_the_gpus_
     assert "trains on 4 GPUs and this machine offers 2" in missing_gpus(gpu, inputs)
     assert missing_gpus(rehearsal, inputs) is None  # a rehearsal needs none
     assert missing_gpus(gpu, Inputs("multi_turn_qwen3_8b", "t", "l", address="127.0.0.1:1")) is None
+
+
+def test_released_processed_files_enter_the_chain_without_reprocessing(tmp_path):
+    """The authors' released layout: TACO already processed into problem records (split as
+    preproc_taco.py splits) and a perturbed validation set used as TACO-dev as it is."""
+    from cobalt.config import from_dict, load_config
+    from cobalt.data.embedded import problem_records
+    from cobalt.data.perturb import perturb_records
+    from cobalt.jsonl import load_jsonl, write_jsonl
+    from cobalt.reproduce import Inputs, PaperConfig, problems
+    from cobalt.stages import Run
+
+    records = problem_records()
+    write_jsonl(tmp_path / "taco_cobalt.jsonl", records[:8])
+    ptb, _ = perturb_records(enumerate(records[8:11], start=1))
+    write_jsonl(tmp_path / "taco_cobalt_ptb.jsonl", ptb)
+    lcb_file(tmp_path / "test6.jsonl", limit=2)
+    cfg = from_dict(PaperConfig, load_config("paper_rehearsal"))
+    run = Run(tmp_path / "run", cfg, "multi_turn_qwen3_8b")
+    files = problems(run, Inputs("multi_turn_qwen3_8b", str(tmp_path / "taco_cobalt.jsonl"),
+                                 str(tmp_path / "test6.jsonl"), taco_dev=str(tmp_path / "taco_cobalt_ptb.jsonl")))  # fmt: skip
+    assert "processed TACO → train / dev" in run.state and "TACO-verified → problems" not in run.state
+    train = {r["id"] for r in load_jsonl(files["train"])}
+    assert train < {r["id"] for r in records[:8]} and len(train) == 6  # 8 minus a quarter to dev
+    assert files["dev_perturbed"] == tmp_path / "taco_cobalt_ptb.jsonl"  # used as released
+    assert "perturbed public tests (dev)" not in run.state and "perturbed public tests (train)" in run.state
+    assert all("perturbed_public_test_cases" in r for r in load_jsonl(files["train_perturbed"]))
