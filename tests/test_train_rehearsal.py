@@ -116,3 +116,18 @@ def test_a_rehearsal_fails_before_any_rollout_when_verl_rejects_the_numbers(tmp_
     assert "real_train_batch_size (2048) must be divisible by minimal possible batch size (3)" in output
     assert "WorkerDict" not in output and "vLLM" not in output, "a worker started before the check"
     assert not list(tmp_path.glob("checkpoints/rehearsal/*/*/global_step_*"))
+
+
+def test_a_rehearsals_paths_are_absolute_for_workers_started_elsewhere(tmp_path, monkeypatch):
+    """Regression: joined to a cluster whose head started in another directory (the paper chain's),
+    veRL's workers read `data/rehearsal/<profile>/policy` relative to their own directory and the
+    rehearsal failed with `Repo id must be in the form 'repo_name'`."""
+    from pathlib import Path
+
+    from cobalt.train.profile import load_profile
+    from cobalt.train.rehearsal import PATH_KEYS
+
+    monkeypatch.chdir(tmp_path)
+    overrides = plan(load_profile("multi_turn_qwen3_8b")).profile.overrides
+    for key in PATH_KEYS:
+        assert Path(overrides[key]).is_absolute() and str(overrides[key]).startswith(str(tmp_path)), key

@@ -24,6 +24,12 @@ from cobalt.train.sft import prompt_ids
 from cobalt.train.tiny_policy import FAMILIES, WarmUpOptions, random_policy
 
 VERL_DEFAULT = "(veRL default)"
+PATH_KEYS = (
+    "data.train_files",
+    "data.val_files",
+    "actor_rollout_ref.model.path",
+    "trainer.default_local_dir",
+)
 
 
 @dataclasses.dataclass
@@ -61,10 +67,13 @@ def plan(profile, extra: list[str] = (), prompts: str | None = None) -> Rehearsa
     ``prompts``: a veRL parquet of the user's whose prompts fill the batch (the paper chain's),
     tiled into a file beside it; by default the demo set's."""
     spec = load_config(config_dir() / "rehearsal.yaml")
-    work = Path("data/rehearsal") / profile.name
+    # absolute: the trainer's Ray workers may run elsewhere than here (a cluster this launcher joins)
+    work = Path("data/rehearsal").resolve() / profile.name
     run = time.strftime("%Y%m%d-%H%M%S")  # each rehearsal checkpoints into a directory of its own
     fill = {"profile": profile.name, "work": str(work), "run": run}
     overrides = {key: _filled(value, fill) for key, value in spec["overrides"].items()}
+    for key in PATH_KEYS:
+        overrides[key] = str(Path(overrides[key]).resolve())
     if prompts:
         tiled = str(Path(prompts).with_name(f"rehearsal_{profile.name}.parquet"))
         overrides |= {"data.train_files": tiled, "data.val_files": tiled}
