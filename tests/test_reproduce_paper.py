@@ -161,6 +161,9 @@ def test_the_rehearsal_runs_the_whole_chain_to_a_report_beside_the_papers_figure
             assert len(report[key]["pass_at_1"][model]["pass_at_1"]) == 1 + cfg["eval_turns"]
     # the trained model is the rehearsal step's checkpoint, trained on this run's own prompts
     assert "checkpoints/global_step_1/actor/huggingface" in commands["eval_trained_single"]
+    # the step's metrics reached the launcher through the joined cluster: 4 ranks, 4 rollout replicas
+    step = (run_dir / "logs/grpo.log").read_text(errors="replace").rsplit("rehearsal step: ", 1)[1]
+    assert '"world_size": 4' in step and '"rollout_replicas": 4' in step, step[:600]
     md = (run_dir / "report/report.md").read_text()
     assert "| LiveCodeBench (test6) | trained | 38.5 |" in md and "A rehearsal on CPU" in md
     assert not (home / ".ray").exists()

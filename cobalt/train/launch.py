@@ -146,6 +146,10 @@ def run(
     profile = with_shell_plugins(profile, os.environ)
     os.environ.update({k: str(v) for k, v in profile.env.items()})
     joined = bool(address)
+    if staged and not dry_run:  # the step's metrics beside its checkpoint; set before the overrides
+        # so that a joined cluster's workers get it too (they wrote to their own directory instead)
+        metrics = rehearsal.metrics_file(hydra_overrides(profile, logger, extra))
+        os.environ.setdefault("VERL_FILE_LOGGER_PATH", str(metrics))
     wandb_note = wandb_offline_note(trainer_loggers(hydra_overrides(profile, logger, extra)), os.environ)
     if wandb_note:
         os.environ["WANDB_MODE"] = "offline"  # before the overrides: forwarded to a joined cluster
@@ -174,7 +178,6 @@ def run(
     prepare(profile, overrides)
     if staged:
         rehearsal.prepare(staged, overrides, _log)
-        os.environ.setdefault("VERL_FILE_LOGGER_PATH", str(rehearsal.metrics_file(overrides)))
     with ray_cluster(
         address,
         num_cpus=head.num_cpus if head else None,
