@@ -27,7 +27,7 @@ import sys
 import time
 from pathlib import Path
 
-from cobalt.argtypes import caller_path
+from cobalt.argtypes import caller_path, non_negative_int
 from cobalt.config import from_dict, load_config
 from cobalt.data.embedded import PROBLEM_SETS
 from cobalt.data.sources import file_shape
@@ -63,6 +63,7 @@ class QuickstartConfig:
     train_eval_problems: int = 0  # the first N training problems, evaluated like the held-out ones
     engine_config: str = "engine"
     ray_num_cpus: int = 8
+    num_gpus: int | None = None  # GPUs of the private Ray head (None: detected; fake ones on CPU)
 
 
 # ------------------------------------------------------------------------------------- stages
@@ -252,6 +253,20 @@ def grpo(run: Run, parquet_dir: Path, model: Path) -> Path:
 
 
 # ---------------------------------------------------------------------------------------- main
+def head_size(cfg: QuickstartConfig) -> tuple[int, int, str]:
+    """CPUs and GPUs of the run's private Ray head, and why that many GPUs: the trainer's CPU
+    platform asks Ray for fake GPUs (the profile's ``ray.num_gpus``); a GPU profile's head offers
+    the GPUs found here, or ``--num_gpus``."""
+    from cobalt.serve.cluster import head_gpus
+    from cobalt.train.profile import load_profile
+
+    profile = load_profile(cfg.train_profile)
+    cpu_platform = profile.env.get("VERL_PLATFORM") == "cpu"
+    needed = int(profile.ray.get("num_gpus", 0)) if cpu_platform else 0
+    gpus, why = head_gpus(cfg.num_gpus, cpu_platform, needed)
+    return max(cfg.ray_num_cpus, int(profile.ray.get("num_cpus", 0))), gpus, why
+
+
 def run_pipeline(run: Run) -> Path:
     from cobalt.serve.cluster import connect, ray_cluster
 
@@ -260,14 +275,9 @@ def run_pipeline(run: Run) -> Path:
     train, heldout = split_problems(run)
     train_subset = train_eval_subset(run, train)
     warm = warm_up(run, base, train)
-    from cobalt.train.profile import load_profile
 
-    # the trainer's CPU platform asks Ray for (fake) GPUs: the head declares what the profile needs
-    ray_needs = load_profile(run.cfg.train_profile).ray
-    num_cpus = max(run.cfg.ray_num_cpus, int(ray_needs.get("num_cpus", 0)))
-    with ray_cluster(
-        None, num_cpus=num_cpus, num_gpus=int(ray_needs.get("num_gpus", 0)), log=run.log
-    ) as address:
+    num_cpus, num_gpus, why = head_size(run.cfg)
+    with ray_cluster(None, num_cpus=num_cpus, num_gpus=num_gpus, gpus_why=why, log=run.log) as address:
         run.address = address
         connect(address)
         cfg = run.cfg
@@ -325,6 +335,12 @@ def main(argv=None) -> int:
     p.add_argument(
         "--engine_config", default=None, help="configs/<name>.yaml of the engine (engine_paper on GPUs)"
     )
+    p.add_argument(
+        "--num_gpus",
+        type=non_negative_int,
+        default=None,
+        help="GPUs of the private Ray head (default: those detected; fake ones for a CPU profile)",
+    )
     p.add_argument("--train_profile", default=None, help="configs/train/<name>.yaml (e.g. a GPU profile)")
     p.add_argument(
         "--dry-run", action="store_true", help="print the resolved settings as JSON and exit (runs nothing)"
@@ -333,8 +349,8 @@ def main(argv=None) -> int:
     cfg = from_dict(QuickstartConfig, load_config(args.profile), source=f"configs/{args.profile}")
     overrides = {
         k: getattr(args, k)
-        for k in ("model", "problems", "engine_config", "train_profile")
-        if getattr(args, k)
+        for k in ("model", "problems", "engine_config", "train_profile", "num_gpus")
+        if getattr(args, k) is not None
     }
     cfg = dataclasses.replace(cfg, **overrides)
     if args.dry_run:

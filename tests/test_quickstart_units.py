@@ -274,3 +274,17 @@ def test_the_sft_finds_solutions_in_a_taco_file_and_refuses_problems_without_any
     problems.write_text(json.dumps({"id": "taco-00000", "instruction": "x", "test_cases": TESTS}) + "\n")
     with pytest.raises(SystemExit, match=r"problems.jsonl: none of its 1 problems has a reference solution"):
         main(["--model", str(tmp_path / "m"), "--problems", str(problems), "--out", str(tmp_path / "o")])
+
+
+def test_the_private_head_offers_fake_gpus_to_a_cpu_profile_and_the_gpus_found_to_a_gpu_one(monkeypatch):
+    """Before, a GPU profile's run started its head with 0 GPUs and its vLLM replicas never placed."""
+    from cobalt.quickstart import QuickstartConfig, head_size
+
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1,2,3")
+    cpus, gpus, why = head_size(QuickstartConfig(train_profile="quickstart_ci"))
+    assert (cpus, gpus) == (8, 1) and why.startswith("CPU platform")  # cpu_smoke's one fake GPU
+    assert head_size(QuickstartConfig(train_profile="multi_turn_qwen3_8b"))[1:] == (
+        4,
+        "detected: CUDA_VISIBLE_DEVICES='0,1,2,3'",
+    )
+    assert head_size(QuickstartConfig(train_profile="multi_turn_qwen3_8b", num_gpus=8))[1] == 8
