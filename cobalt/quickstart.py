@@ -156,7 +156,8 @@ def warm_up(run: Run, base: Path, train: Path) -> Path:
     """SFT on reference solutions, so that the small CPU model writes the answer layout (as shipped
     SmolLM2 never writes ``</think>``: every reward would be -1). Only for the embedded SmolLM2
     unless the profile sets ``warmup.enabled``: a model of your own, e.g. an 8B reasoning model,
-    is used as it is. Solutions come from the embedded sets, the records, or the raw TACO file;
+    is used as it is. Solutions come from the embedded sets, the records, the raw TACO file or a
+    ``solutions.jsonl`` beside the problems (the procedural families');
     LiveCodeBench files carry none, and the warm-up then answers the embedded problems."""
     w = run.cfg.warmup
     if not w.get("enabled", run.cfg.model == "smollm2"):
@@ -164,8 +165,11 @@ def warm_up(run: Run, base: Path, train: Path) -> Path:
         return base
     out = run.root / "models/warm"
     problems, solutions = train, []
+    beside = Path(run.cfg.problems).with_name("solutions.jsonl")  # as cobalt.data.procedural writes
     if run.cfg.problems not in PROBLEM_SETS and file_shape(run.cfg.problems) == "taco":
         solutions = ["--solutions", run.cfg.problems]
+    elif run.cfg.problems not in PROBLEM_SETS and beside.is_file():
+        solutions = ["--solutions", beside]
     elif run.cfg.problems not in PROBLEM_SETS and file_shape(run.cfg.problems) == "lcb":
         problems = run.path("data/warm_up_problems.jsonl")
         run.log("SFT warm-up: LiveCodeBench records carry no solutions; warming up on the embedded problems")

@@ -288,3 +288,17 @@ def test_the_private_head_offers_fake_gpus_to_a_cpu_profile_and_the_gpus_found_t
         "detected: CUDA_VISIBLE_DEVICES='0,1,2,3'",
     )
     assert head_size(QuickstartConfig(train_profile="multi_turn_qwen3_8b", num_gpus=8))[1] == 8
+
+
+def test_the_warm_up_takes_the_procedural_families_solutions_beside_their_problems(tmp_path):
+    import subprocess
+    import sys
+
+    from cobalt.quickstart import warm_up
+
+    out = tmp_path / "families"
+    subprocess.run([sys.executable, "-m", "cobalt.data.procedural", "--out", str(out), "--train", "6",
+                    "--dev", "2", "--heldout", "2"], check=True, capture_output=True)  # fmt: skip
+    run, commands = quickstart_run(tmp_path / "run", out / "train.jsonl")
+    warm_up(run, tmp_path / "base", tmp_path / "train.jsonl")
+    assert commands["warmup"][commands["warmup"].index("--solutions") + 1] == str(out / "solutions.jsonl")
