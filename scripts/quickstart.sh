@@ -2,7 +2,8 @@
 # The main job: COBALT end to end on this machine (CPU is enough), with the real components.
 #   bash scripts/quickstart.sh                          # SmolLM2-135M-Instruct, embedded problems, ~27 min
 #   bash scripts/quickstart.sh --profile quickstart_ci  # the reduced run CI makes
-#   bash scripts/quickstart.sh --model DIR --problems P.jsonl --engine_config engine_paper --train_profile ...
+#   bash scripts/quickstart.sh --problems F          # problem records, or TACO-verified / LiveCodeBench as shipped
+#   bash scripts/quickstart.sh --model DIR --engine_config engine_paper --train_profile ... [--num_gpus N]
 # Re-running resumes the newest unfinished run under runs/; the report is runs/<id>/report/report.md.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
