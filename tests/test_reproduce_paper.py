@@ -136,6 +136,7 @@ def test_the_papers_figures_in_the_guide_are_the_reports(tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.train
+@pytest.mark.memory_heavy
 def test_the_rehearsal_runs_the_whole_chain_to_a_report_beside_the_papers_figures(inputs, tmp_path):
     (command,) = commands_of("rehearsal")
     run_dir, home = tmp_path / "run", tmp_path / "home"
