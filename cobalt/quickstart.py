@@ -38,8 +38,8 @@ from cobalt.stages import (
     Chain,
     Run,
     fitted_lengths,
-    interrupt_on_sigterm,
     pick_run_dir,
+    run_to_report,
     self_debug_side_by_side,
     stop_engine,
 )
@@ -363,18 +363,7 @@ def main(argv=None) -> int:
     root = pick_run_dir(ROOT / "runs", args.run_dir, args.new)
     root.mkdir(parents=True, exist_ok=True)
     run = Run(root, cfg, args.profile)
-    run.log(f"run directory {root} (profile {args.profile}); re-run the same command to resume")
-    interrupt_on_sigterm()
-    try:
-        report = run_pipeline(run)
-    except KeyboardInterrupt:
-        run.log("interrupted; re-run the same command to resume")
-        return 130
-    except (RuntimeError, ValueError, OSError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 1
-    run.log(f"report: {report}")
-    return 0
+    return run_to_report(run, run_pipeline)
 
 
 def dry_run_plan(cfg: QuickstartConfig) -> dict:

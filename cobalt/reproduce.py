@@ -34,9 +34,9 @@ from cobalt.stages import (
     ROOT,
     Chain,
     Run,
-    interrupt_on_sigterm,
     line_count,
     pick_run_dir,
+    run_to_report,
     self_debug_side_by_side,
     stop_engine,
 )
@@ -454,18 +454,7 @@ def main(argv=None) -> int:
         return 2
     root = pick_run_dir(ROOT / "runs/paper" / args.profile, args.run_dir, args.new)
     run = Run(root, cfg, args.profile, name="paper")
-    run.log(f"run directory {root} ({config}, profile {args.profile}); re-run the same command to resume")
-    interrupt_on_sigterm()
-    try:
-        report = run_chain(run, inputs)
-    except KeyboardInterrupt:
-        run.log("interrupted; re-run the same command to resume")
-        return 130
-    except (RuntimeError, ValueError, OSError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 1
-    run.log(f"report: {report}")
-    return 0
+    return run_to_report(run, lambda run: run_chain(run, inputs))
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -302,3 +303,21 @@ def interrupt_on_sigterm() -> None:
         raise KeyboardInterrupt(f"signal {signum}")
 
     signal.signal(signal.SIGTERM, interrupt)
+
+
+def run_to_report(run: Run, chain) -> int:
+    """Run ``chain(run)`` (which returns its report's path) as a command line does: SIGTERM or
+    Ctrl-C stop it cleanly and resumably (exit 130), a stage's failure is one ``error:`` line
+    (exit 1)."""
+    run.log(f"run directory {run.root} (profile {run.profile}); re-run the same command to resume")
+    interrupt_on_sigterm()
+    try:
+        report = chain(run)
+    except KeyboardInterrupt:
+        run.log("interrupted; re-run the same command to resume")
+        return 130
+    except (RuntimeError, ValueError, OSError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    run.log(f"report: {report}")
+    return 0
