@@ -1,8 +1,11 @@
 """Synthetic multi-turn trajectories for tests and demos, in the format inference writes.
 
 From problems with known correct and wrong programs, each of K conversations starts with a
-turn-0 attempt (a correct or a wrong program, the problem's mix drawn with the seed), then later
-turns fix a wrong program or regress a correct one. Every program really runs through the
+turn-0 attempt (a correct or a wrong program, the problem's mix drawn with the seed from
+``turn0_correct_mix``), then later turns fix a wrong program or regress a correct one. The wrong
+programs can be anything that fails: the embedded set's hand-written ones, or mutants of the
+reference solution (:mod:`cobalt.data.mutations`, with ``turn0_correct_mix=(0.0,)`` so that every
+conversation opens with a failing attempt: ``python -m cobalt.data.procedural.offline``). Every program really runs through the
 evaluator: turn 0 on all tests (``turn0_results``), each turn on the public tests (the feedback
 message and ``public_pass_rates``) and on the hidden tests (``all_pass_rates``).
 """
@@ -32,6 +35,8 @@ class SyntheticOptions:
     p_no_code: float = 0.05  # a response without a code block
     seed: int = 42
     thinking: bool = True  # responses carry a <think> block that conversations drop
+    # the fraction of a problem's conversations whose turn 0 is correct: one of these, per problem
+    turn0_correct_mix: tuple[float, ...] = TURN0_CORRECT_MIX
 
 
 def plan_programs(
@@ -39,7 +44,7 @@ def plan_programs(
 ) -> list[list[str | None]]:
     """K × (T+1) programs (None = no code block) following the fix / regress dynamics."""
     wrong = wrong or [ECHO_PROGRAM]
-    mix = rng.choice(TURN0_CORRECT_MIX) if correct else 0.0
+    mix = rng.choice(opts.turn0_correct_mix) if correct else 0.0
     plans = []
     for _ in range(opts.num_samples):
         ok = rng.random() < mix
