@@ -4,10 +4,11 @@ From problems with known correct and wrong programs, each of K conversations sta
 turn-0 attempt (a correct or a wrong program, the problem's mix drawn with the seed from
 ``turn0_correct_mix``), then later turns fix a wrong program or regress a correct one. The wrong
 programs can be anything that fails: the embedded set's hand-written ones, or mutants of the
-reference solution (:mod:`cobalt.data.mutations`, with ``turn0_correct_mix=(0.0,)`` so that every
-conversation opens with a failing attempt: ``python -m cobalt.data.procedural.offline``). Every program really runs through the
-evaluator: turn 0 on all tests (``turn0_results``), each turn on the public tests (the feedback
-message and ``public_pass_rates``) and on the hidden tests (``all_pass_rates``).
+reference solution (:mod:`cobalt.data.mutations`; ``python -m cobalt.data.procedural.offline``
+sets ``turn0_correct_mix=(0.0,)``, so that every conversation opens with a failing attempt).
+Every program really runs through the evaluator: turn 0 on all tests (``turn0_results``), each
+turn on the public tests (the feedback message and ``public_pass_rates``) and on the hidden tests
+(``all_pass_rates``).
 """
 
 from __future__ import annotations
