@@ -143,6 +143,9 @@ def test_offline_trajectories_validate_and_open_with_a_failing_mutant(offline):
         for row, rates in zip(r["bug_classes"], r["all_pass_rates"]):
             for bug, rate in zip(row, rates):
                 assert (bug == "reference") == (rate == 1.0)  # the fix passes, a mutant fails
+        for row, bugs in zip(r["responses"], r["bug_classes"]):  # a failing turn after a failing
+            codes = list(map(extract_code, row))  # one is another mutant (3 kept per problem)
+            assert all(a != b for a, b, bug in zip(codes, codes[1:], bugs[1:]) if bug != "reference")
 
 
 def test_the_manifest_counts_survivors_per_bug_class_and_family(offline):

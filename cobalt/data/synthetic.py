@@ -38,6 +38,8 @@ class SyntheticOptions:
     thinking: bool = True  # responses carry a <think> block that conversations drop
     # the fraction of a problem's conversations whose turn 0 is correct: one of these, per problem
     turn0_correct_mix: tuple[float, ...] = TURN0_CORRECT_MIX
+    # a wrong attempt after a wrong one is another wrong program (when the problem has several)
+    change_wrong: bool = False
 
 
 def plan_programs(
@@ -49,12 +51,15 @@ def plan_programs(
     plans = []
     for _ in range(opts.num_samples):
         ok = rng.random() < mix
-        row = []
+        row, program = [], None
         for turn in range(opts.num_turns + 1):
             if turn:
                 ok = (rng.random() < opts.p_fix) if not ok else (rng.random() >= opts.p_regress)
                 ok = ok and bool(correct)
-            program = rng.choice(correct if ok else wrong)
+            pool = correct if ok else wrong
+            if not ok and opts.change_wrong and program in wrong and len(wrong) > 1:
+                pool = [w for w in wrong if w != program]
+            program = rng.choice(pool)
             row.append(None if rng.random() < opts.p_no_code else program)
         plans.append(row)
     return plans

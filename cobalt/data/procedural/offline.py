@@ -9,8 +9,8 @@ tests; those that fail at least one hidden test survive (the others are equivale
 are dropped). The survivors are the wrong programs of :mod:`cobalt.data.synthetic`, which writes
 the trajectories in the format multi-turn inference writes: every conversation opens with a
 surviving mutant and its real feedback, and each later turn is the reference (a fix, with
-probability ``--p_fix``) or a mutant. ``preproc/process_multi_turn_taco.py`` turns the file into
-partial-context bandit prompts unchanged.
+probability ``--p_fix``) or another mutant. ``preproc/process_multi_turn_taco.py`` turns the file
+into partial-context bandit prompts unchanged.
 
 Beside OUT, ``OUT.manifest.json`` (``offline.manifest.json`` for ``offline.jsonl``) holds the
 settings and, per bug class and per family, how many mutants were tried and how many survived.
@@ -41,8 +41,8 @@ def manifest_path(out: str | Path) -> Path:
 
 
 def offline_options(num_samples: int = 16, num_turns: int = 2, p_fix: float = 0.5, seed: int = 0):
-    """The synthetic generator's options for offline trajectories: turn 0 always a mutant, and
-    every response has a program."""
+    """The synthetic generator's options for offline trajectories: turn 0 always a mutant, a
+    failing attempt after a failing one another mutant, and every response has a program."""
     return SyntheticOptions(
         num_samples=num_samples,
         num_turns=num_turns,
@@ -50,6 +50,7 @@ def offline_options(num_samples: int = 16, num_turns: int = 2, p_fix: float = 0.
         p_no_code=0.0,
         seed=seed,
         turn0_correct_mix=OFFLINE_TURN0_MIX,
+        change_wrong=True,
     )
 
 
