@@ -55,6 +55,11 @@ def _input() -> ast.Call:
     return _call("input")
 
 
+def _split_input() -> ast.Call:
+    """``input().split()``"""
+    return ast.Call(ast.Attribute(_input(), "split", ast.Load()), [], [])
+
+
 def _is_call(node, name: str, nargs: int | None = None) -> bool:
     return (
         isinstance(node, ast.Call)
@@ -250,25 +255,15 @@ def wrong_input_reading(node, parent) -> list:
         return [node.args[0].args[1]]  # input().split(): strings, not numbers
     if isinstance(node, ast.ListComp) and _is_int_input(node.elt):
         # n numbers one per line, read from one line
-        return [
-            _call(
-                "list",
-                _call(
-                    "map",
-                    ast.Name("int", ast.Load()),
-                    ast.Call(ast.Attribute(_input(), "split", ast.Load()), [], []),
-                ),
-            )
-        ]
+        return [_call("list", _call("map", ast.Name("int", ast.Load()), _split_input()))]
     if isinstance(node, ast.Assign) and len(node.targets) == 1:
         target, value = node.targets[0], node.value
         if isinstance(target, ast.Name) and _is_int_input(value) and _reads(parent) > 1:
             return [[]]  # the line is not read (the next read takes it)
         if isinstance(target, ast.Name) and _is_input(value):
-            first = ast.Subscript(
-                ast.Call(ast.Attribute(_input(), "split", ast.Load()), [], []), _int(0), ast.Load()
-            )
-            return [ast.Assign([target], first)]  # only the first word
+            return [
+                ast.Assign([target], ast.Subscript(_split_input(), _int(0), ast.Load()))
+            ]  # the first word
         if (
             isinstance(target, ast.Tuple)
             and _is_call(value, "map", 2)
@@ -278,10 +273,9 @@ def wrong_input_reading(node, parent) -> list:
         ):
             return [[ast.Assign([elt], _call("int", _input())) for elt in target.elts]]  # one per line
         if _is_int_list_of_line(value) and isinstance(target, ast.Name):
-            count = ast.Call(ast.Name("int", ast.Load()), [_input()], [])
+            count = _call("range", _call("int", _input()))
             comp = ast.ListComp(
-                _call("int", _input()),
-                [ast.comprehension(ast.Name("_", ast.Store()), _call("range", count), [], 0)],
+                _call("int", _input()), [ast.comprehension(ast.Name("_", ast.Store()), count, [], 0)]
             )
             return [ast.Assign([target], comp)]  # a count line, then one number per line
     if isinstance(node, ast.For) and _is_call(node.iter, "range", 1) and _is_int_input(node.iter.args[0]):
