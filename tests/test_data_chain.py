@@ -143,3 +143,16 @@ def test_a_demo_rerun_keeps_changed_outputs_and_refuses_other_settings(demo, tin
     assert bandit_test.read_text() == original
     with pytest.raises(FileExistsError, match="other settings"):
         build_demo(out, model_name=tiny_tokenizer_dir, limit=LIMIT)
+
+
+def test_a_build_saved_before_a_synthetic_option_existed_is_still_complete(demo, tiny_tokenizer_dir, capsys):
+    """A build_state.json written before ``turn0_correct_mix`` / ``change_wrong`` existed: the same
+    command finds the build complete (the new options' defaults leave the data unchanged)."""
+    out, counts = demo
+    state_file = out / "build_state.json"
+    state = json.loads(state_file.read_text())
+    for option in ("turn0_correct_mix", "change_wrong"):
+        del state["settings"]["synthetic"][option]
+    state_file.write_text(json.dumps(state))
+    assert build_demo(out, model_name=tiny_tokenizer_dir, **DEMO_SETTINGS) == counts
+    assert "already complete" in capsys.readouterr().out

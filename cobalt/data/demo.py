@@ -84,7 +84,7 @@ class BuildState:
             cli.refuse_existing(paths, overwrite)  # not ours: another job's or the user's files
             return
         state = json.loads(self.path.read_text(encoding="utf-8"))
-        if state.get("settings") != settings:
+        if _with_new_defaults(state.get("settings")) != self.settings:
             raise FileExistsError(
                 f"{out} holds a build with other settings ({state.get('settings')}); "
                 "pass --overwrite to rebuild it, or choose another --out"
@@ -122,6 +122,15 @@ class BuildState:
         state = {"settings": self.settings, "stages": self.stages}
         with atomic_output(self.path, overwrite=True) as tmp:
             tmp.write_text(json.dumps(state, indent=1) + "\n", encoding="utf-8")
+
+
+def _with_new_defaults(saved: dict | None) -> dict | None:
+    """Saved settings with the synthetic options added since they were saved at their defaults
+    (which leave the data unchanged): a build made before an option existed is still this one."""
+    if not saved or "synthetic" not in saved:
+        return saved
+    defaults = json.loads(json.dumps(dataclasses.asdict(SyntheticOptions())))
+    return {**saved, "synthetic": {**defaults, **saved["synthetic"]}}
 
 
 def _fingerprint(path: Path) -> dict | None:
