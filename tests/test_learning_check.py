@@ -66,7 +66,10 @@ def test_rising_reward_with_flat_validation_fails(tmp_path):
     rewards = [-0.5] * 4 + [0.5] * 4
     verdict = judge(read_metrics(write_metrics(tmp_path / "m.jsonl", rewards, {0: 0.2, 8: 0.22})))
     assert not verdict.passed
-    assert len(verdict.reasons) == 1 and "validation gain" in verdict.reasons[0]
+    assert (
+        len(verdict.reasons) == 1
+        and "reward on the training prompts at temperature 0.6: gain" in verdict.reasons[0]
+    )
 
 
 def test_one_lucky_last_step_is_not_enough(tmp_path):

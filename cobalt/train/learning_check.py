@@ -13,8 +13,11 @@ The run learned when, on one seeded run:
 * the mean per-step training reward (``critic/score/mean``: the mean COBALT reward of the step's
   responses) over the last ``window`` steps exceeds the mean over the first ``window`` steps by at
   least ``margin`` -- window means, not one step, so one lucky batch cannot pass the check; and
-* the validation score (``val-core/<source>/acc/mean@<n>``, averaged over data sources) at the
-  last validation exceeds the first (step 0, before any update) by at least ``val_margin``.
+* the sampled reward on the validation prompts (``val-core/<source>/acc/mean@<n>``, averaged
+  over data sources) at the last validation exceeds the first (step 0, before any update) by at
+  least ``val_margin``. The learning check validates on its *training* prompts at temperature 0.6
+  (``configs/train/learning_check.yaml``), so this is a second, lower-noise reading of the reward
+  on the prompts it trains on, not a held-out score: the report says so (``VAL_NAME``).
 
 Exit status 0 when both hold, 1 when not, 2 when the file cannot be judged (missing, too few
 steps, no validation). The thresholds below were chosen from measured runs; see
@@ -33,6 +36,8 @@ from pathlib import Path
 
 REWARD_KEY = "critic/score/mean"
 VAL_KEY = r"^val-core/.+/acc/mean@\d+$"
+# what the second criterion measures in the learning check (its validation files are its training files)
+VAL_NAME = "reward on the training prompts at temperature 0.6"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -140,7 +145,7 @@ def judge(metrics: dict[int, dict], criteria: Criteria = Criteria()) -> Verdict:
         )
     if not val_gain >= criteria.val_margin:
         reasons.append(
-            f"validation gain {val_gain:+.3f} (step {val_steps[-1]}: {validation[val_steps[-1]]:.3f}, "
+            f"{VAL_NAME}: gain {val_gain:+.3f} (step {val_steps[-1]}: {validation[val_steps[-1]]:.3f}, "
             f"step {val_steps[0]}: {validation[val_steps[0]]:.3f}) is below the margin {criteria.val_margin}"
         )
     return Verdict(
@@ -165,9 +170,12 @@ def report(verdict: Verdict) -> str:
         f"gain {verdict.gain:+.4f} (margin {c.margin})"
     )
     val = ", ".join(f"step {step} {value:.4f}" for step, value in verdict.validation.items())
-    lines.append(f"validation ({c.val_key}): {val}: gain {verdict.val_gain:+.4f} (margin {c.val_margin})")
+    lines.append(
+        f"{VAL_NAME} (veRL's validation, {c.val_key}): {val}: gain {verdict.val_gain:+.4f} "
+        f"(margin {c.val_margin})"
+    )
     if verdict.passed:
-        lines.append("LEARNED: the reward and the validation score rose by at least their margins")
+        lines.append(f"LEARNED: the training reward and the {VAL_NAME} rose by at least their margins")
     else:
         lines += ["NOT LEARNED:"] + [f"  {reason}" for reason in verdict.reasons]
     return "\n".join(lines)
@@ -178,13 +186,16 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(
         description="Verdict of the learning check on veRL's metrics JSONL (trainer.logger 'file'): "
         "exit 0 when the mean reward of the last steps beats that of the first steps by the margin "
-        "and validation rose; 1 when not; 2 when the file cannot be judged."
+        "and the validation reward (in the learning check: on its training prompts) rose; 1 when not; 2 when the file cannot be judged."
     )
     parser.add_argument("metrics", help="veRL's file-logger JSONL (VERL_FILE_LOGGER_PATH)")
     parser.add_argument("--window", type=int, default=defaults.window, help="steps averaged at each end")
     parser.add_argument("--margin", type=float, default=defaults.margin, help="required reward gain")
     parser.add_argument(
-        "--val-margin", type=float, default=defaults.val_margin, help="required validation gain"
+        "--val-margin",
+        type=float,
+        default=defaults.val_margin,
+        help=f"required gain of the {VAL_NAME} (veRL's validation)",
     )
     parser.add_argument("--reward-key", default=defaults.reward_key, help="per-step training reward metric")
     parser.add_argument("--val-key", default=defaults.val_key, help="regex of the validation metric(s)")
