@@ -23,6 +23,11 @@ def solved(result: dict) -> bool:
     return bool(result["passing"]) and all(result["passing"])
 
 
+def turn_solved(pass_rate: float) -> bool:
+    """A turn's answer is correct when it passes every hidden test (its pass rate is 1)."""
+    return pass_rate == 1
+
+
 def mean_pass_at_k(counts: list[tuple[int, int]], k: int) -> float | None:
     """Mean pass@k in % over problems given as ``(n, c)``; None if some problem has fewer than k."""
     if not counts or any(n < k for n, _ in counts):
@@ -46,7 +51,7 @@ def pass_at_1_per_problem(all_pass_rates: list[list[list[float]]]) -> list[list[
         return []
     turns = min(len(grid[0]) for grid in all_pass_rates)
     return [
-        [100.0 * pass_at_k(len(grid), sum(row[t] == 1 for row in grid), 1) for t in range(turns)]
+        [100.0 * pass_at_k(len(grid), sum(turn_solved(row[t]) for row in grid), 1) for t in range(turns)]
         for grid in all_pass_rates
     ]
 

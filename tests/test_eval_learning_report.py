@@ -192,6 +192,10 @@ def test_quickstart_report_has_the_figures_the_tables_and_a_computed_verdict(tmp
     assert "over 2 problems — turn 0: no significant change (+50.0 points" in md
     assert "| 1 | +50.0 points, 95% CI" in md and "| **all stages** | 100 |" in md
     assert "| step | reward mean | pass rate mean | groups with reward spread | truncated |" in md
+    assert (
+        "## Repair rate on held-out problems (hidden tests)" in md
+        and report["heldout"]["repair"]["problems"] == 2
+    )
 
 
 def test_the_step_table_shows_the_columns_some_step_has():

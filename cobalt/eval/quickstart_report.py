@@ -1,7 +1,8 @@
 """The quickstart's ``report/``: ``report.md`` with its figures beside it, and ``report.json``.
 
 Held-out Pass@1 per turn of base and trained with 95% intervals, their paired difference and a
-verdict computed from it (:mod:`cobalt.eval.comparison`), and the same on training problems when
+verdict computed from it (:mod:`cobalt.eval.comparison`), their repair rates beside an independent
+resample (:mod:`cobalt.eval.repair`), and the same on training problems when
 the run evaluated some (did the policy learn what it trained on?); the training curves and health signals
 of GRPO from veRL's metrics file (:mod:`cobalt.eval.training_curves`); counts per stage, stage
 times and the exact command of every stage. Everything is read from the run directory's files
@@ -16,6 +17,7 @@ from pathlib import Path
 
 from cobalt.eval import training_curves
 from cobalt.eval.comparison import compare, plot_comparison
+from cobalt.eval.repair import compare_repair, repair_section
 from cobalt.eval.report import markdown_table, summarize
 from cobalt.eval.significance import PairedDifference, describe
 from cobalt.jsonl import load_jsonl
@@ -110,6 +112,7 @@ def evaluations(run: RunRecord) -> dict:
             "figure": figure,
             "pass_at_1": {"base": summarize(str(base_file)), "trained": summarize(str(trained_file))},
             "comparison": jsonable(comparison),
+            "repair": compare_repair(base_file, trained_file, seed=run.config.get("seed", 0)),
         }
     return out
 
@@ -148,7 +151,9 @@ def write_report(run: RunRecord) -> Path:
     (run.root / "report/report.json").write_text(json.dumps(report, indent=1))
     warm = json.loads((run.root / "models/warm/warm_up.json").read_text())
     passes = [pass_at_1_section(report[key]) for key in EVALUATIONS if key in report]
-    sections = (header(run, report, warm), *passes, training(report), counts_table(report),
+    repairs = [repair_section(report[k]["repair"], report[k]["comparison"]["problem_set"]) for k in EVALUATIONS
+               if k in report]  # fmt: skip
+    sections = (header(run, report, warm), *passes, *repairs, training(report), counts_table(report),
                 times_table(report), commands(report))  # fmt: skip
     path = run.root / "report/report.md"
     path.write_text("\n".join(line for section in sections for line in section))

@@ -42,16 +42,24 @@ class PairedDifference:
     problems: int
 
 
-def bootstrap_interval(values, level: float = LEVEL, resamples: int = 10_000, seed: int = 0) -> Interval:
-    """The mean of ``values`` and its percentile-bootstrap interval (resampling the values)."""
+def bootstrap_interval(
+    values, level: float = LEVEL, resamples: int = 10_000, seed: int = 0, weights=None
+) -> Interval:
+    """The mean of ``values`` and its percentile-bootstrap interval (resampling the values); with
+    positive ``weights``, the weighted mean (each resample weighs the values it drew)."""
     values = np.asarray(values, dtype=float)
     if values.size == 0:
         raise ValueError("a bootstrap interval needs at least one value")
     rng = np.random.default_rng(seed)
-    means = values[rng.integers(0, values.size, size=(resamples, values.size))].mean(axis=1)
+    drawn = rng.integers(0, values.size, size=(resamples, values.size))
+    if weights is None:
+        mean, means = values.mean(), values[drawn].mean(axis=1)
+    else:
+        w = np.asarray(weights, dtype=float)
+        mean, means = np.average(values, weights=w), (values * w)[drawn].sum(axis=1) / w[drawn].sum(axis=1)
     tail = 100 * (1 - level) / 2
     low, high = np.percentile(means, [tail, 100 - tail])
-    return Interval(float(values.mean()), float(low), float(high))
+    return Interval(float(mean), float(low), float(high))
 
 
 def sign_patterns(n: int, resamples: int, seed: int) -> np.ndarray:
@@ -80,11 +88,13 @@ def smallest_p_value(problems: int) -> float:
     return 2.0 / 2**problems if problems <= EXACT_UP_TO else 0.0
 
 
-def paired_difference(base, trained, seed: int = 0) -> PairedDifference:
-    """trained − base, problem by problem (same order in both)."""
+def paired_difference(base, trained, seed: int = 0, weights=None) -> PairedDifference:
+    """trained − base, problem by problem (same order in both); with ``weights``, their weighted
+    mean, and the sign-flip test on each problem's weighted difference."""
     differences = np.asarray(trained, dtype=float) - np.asarray(base, dtype=float)
-    interval = bootstrap_interval(differences, seed=seed)
-    p_value = sign_flip_p_value(differences, seed=seed)
+    interval = bootstrap_interval(differences, seed=seed, weights=weights)
+    weighted = differences if weights is None else differences * np.asarray(weights, dtype=float)
+    p_value = sign_flip_p_value(weighted, seed=seed)
     return PairedDifference(interval.mean, interval.low, interval.high, p_value, int(differences.size))
 
 

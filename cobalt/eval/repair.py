@@ -1,0 +1,181 @@
+"""Repair rate: Pass@1 at turn t+1 of the conversations that failed at turn t, beside what an
+independent resample at the same budget would give, so that a "repair" that is only a second draw
+is seen as such.
+
+The resample baseline of a failed conversation is the turn-0 solve rate of the *other*
+conversations of its problem (leave-one-out: the failing draw itself is not counted); a problem
+with one conversation has none. Both rates pool the failed conversations: each problem weighs by
+how many of its conversations failed at turn t. Weighing problems equally instead would bias the
+baseline at turn 0, where the same draws choose the failures and estimate the solve rate (with 2
+conversations a problem with one failure scores 100 % and one with two 0 %). Problems are the unit
+of the bootstrap intervals and of the paired sign-flip tests (:mod:`cobalt.eval.significance`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+from cobalt.errors import DataError
+from cobalt.eval.significance import (
+    Interval,
+    PairedDifference,
+    bootstrap_interval,
+    describe,
+    paired_difference,
+)
+from cobalt.jsonl import read_jsonl
+from cobalt.passk import turn_solved
+
+
+@dataclasses.dataclass(frozen=True)
+class ProblemRepair:
+    """One problem at one turn: how many conversations failed, the share of them solved at the
+    next turn (%), and the mean leave-one-out turn-0 solve rate over them (%, None with one
+    conversation)."""
+
+    failed: int
+    repair: float
+    resample: float | None
+
+
+@dataclasses.dataclass(frozen=True)
+class TurnRepair:
+    """Turn ``turn`` → ``turn + 1`` of one model: ``problems`` with a failure at ``turn``,
+    ``failed`` conversations in all, the pooled rates in % and repair − resample in points."""
+
+    turn: int
+    problems: int
+    failed: int
+    repair: Interval | None
+    resample: Interval | None
+    difference: PairedDifference | None
+    without_baseline: int  # problems with a failure but one conversation only
+
+
+def problem_repair(grid: list[list[float]], turn: int) -> ProblemRepair | None:
+    """The repair of one problem's K × T hidden pass-rate grid at ``turn``; None without failure."""
+    solved = [[turn_solved(rate) for rate in row] for row in grid]
+    failed = [row for row in solved if not row[turn]]
+    if not failed:
+        return None
+    repair = 100.0 * sum(row[turn + 1] for row in failed) / len(failed)
+    if len(solved) < 2:
+        return ProblemRepair(len(failed), repair, None)
+    first = sum(row[0] for row in solved)
+    others = [(first - row[0]) / (len(solved) - 1) for row in failed]  # leave the failing draw out
+    return ProblemRepair(len(failed), repair, 100.0 * sum(others) / len(others))
+
+
+def turn_repair(turn: int, problems: list[ProblemRepair | None], seed: int = 0) -> TurnRepair:
+    """Pool the problems' repairs at ``turn`` (None: no failure there, left out)."""
+    rows = [r for r in problems if r is not None]
+    based = [r for r in rows if r.resample is not None]
+    repair = resample = difference = None
+    if rows:
+        repair = bootstrap_interval([r.repair for r in rows], seed=seed, weights=[r.failed for r in rows])
+    if based:
+        weights = [r.failed for r in based]
+        resample = bootstrap_interval([r.resample for r in based], seed=seed, weights=weights)
+        difference = paired_difference([r.resample for r in based], [r.repair for r in based], seed, weights)
+    failed = sum(r.failed for r in rows)
+    return TurnRepair(turn, len(rows), failed, repair, resample, difference, len(rows) - len(based))
+
+
+def common_turns(grids: list) -> int:
+    return min(len(grid[0]) for grid in grids)
+
+
+def repair_rates(grids: list, seed: int = 0) -> list[TurnRepair]:
+    """One :class:`TurnRepair` per turn t → t+1 that every problem has."""
+    return [
+        turn_repair(t, [problem_repair(g, t) for g in grids], seed) for t in range(common_turns(grids) - 1)
+    ]
+
+
+def repair_difference(base: list, trained: list, seed: int = 0) -> PairedDifference | None:
+    """Trained − base repair rate at one turn from each problem's repairs (None: no failure),
+    paired by problem over those where both models failed, each weighing by both models' failures."""
+    pairs = [(b, t) for b, t in zip(base, trained) if b is not None and t is not None]
+    if not pairs:
+        return None
+    weights = [b.failed + t.failed for b, t in pairs]
+    return paired_difference([b.repair for b, _ in pairs], [t.repair for _, t in pairs], seed, weights)
+
+
+def grids_by_problem(evaluated_file: str | Path) -> dict:
+    """``{problem id: K × T hidden pass rates}`` of an evaluated trajectory file."""
+    return {r["id"]: r["all_pass_rates"] for r in read_jsonl(evaluated_file, ("id", "all_pass_rates"))}
+
+
+def compare_repair(base_file: str | Path, trained_file: str | Path, seed: int = 0) -> dict:
+    """Each model's repair rates on the problems both files hold and trained − base per turn, as
+    plain data (report.json)."""
+    base, trained = grids_by_problem(base_file), grids_by_problem(trained_file)
+    ids = [i for i in base if i in trained]
+    if not ids:
+        raise DataError("the base and trained evaluations share no problem")
+    grids = {"base": [base[i] for i in ids], "trained": [trained[i] for i in ids]}
+    turns = min(common_turns(g) for g in grids.values()) - 1
+    rows = {m: [[problem_repair(g, t) for g in gs] for t in range(turns)] for m, gs in grids.items()}
+    return {
+        "problems": len(ids),
+        **{
+            m: [dataclasses.asdict(turn_repair(t, by_turn[t], seed)) for t in range(turns)]
+            for m, by_turn in rows.items()
+        },
+        "trained_minus_base": [
+            _asdict(repair_difference(rows["base"][t], rows["trained"][t], seed)) for t in range(turns)
+        ],
+    }
+
+
+def _asdict(value):
+    return None if value is None else dataclasses.asdict(value)
+
+
+def _percent(interval: dict | None) -> str:
+    return (
+        "—"
+        if interval is None
+        else f"{interval['mean']:.1f} ({interval['low']:.1f} to {interval['high']:.1f})"
+    )
+
+
+def _difference(difference: dict | None) -> str:
+    return "—" if difference is None else describe(PairedDifference(**difference))
+
+
+def repair_section(repair: dict, problem_set: str) -> list[str]:
+    """The report's "Repair rate" section from :func:`compare_repair`'s data."""
+    rows = []
+    for model in ("base", "trained"):
+        for r in repair[model]:
+            note = f"; {r['without_baseline']} without baseline" if r["without_baseline"] else ""
+            rows.append(
+                f"| {r['turn']} → {r['turn'] + 1} | {model} | {r['failed']} ({r['problems']}{note}) | "
+                f"{_percent(r['repair'])} | {_percent(r['resample'])} | {_difference(r['difference'])} |"
+            )
+    between = [f"| {t} → {t + 1} | {_difference(d)} |" for t, d in enumerate(repair["trained_minus_base"])]
+    return [
+        f"## Repair rate on {problem_set} problems (hidden tests)",
+        "",
+        "Repair: Pass@1 at turn t+1 of the conversations that failed at turn t. Resample: for the "
+        "same failed conversations, the turn-0 solve rate of the problem's other conversations — "
+        "what an independent second draw would give at the same budget (a problem with one "
+        "conversation has none). Both pool the failed conversations (a problem weighs by its "
+        "failures); intervals: 95% bootstrap over problems; p: paired sign-flip test over problems.",
+        "",
+        "| turn | model | failed conversations (problems) | repair % (95% CI) | resample % (95% CI) "
+        "| repair − resample (points, 95% CI, p) |",
+        "|---|---|---:|---:|---:|---|",
+        *rows,
+        "",
+        "Trained − base: paired by problem, over the problems where both models failed at turn t "
+        "(each weighs by both models' failures).",
+        "",
+        "| turn | trained − base repair rate (points, 95% CI, p) |",
+        "|---|---|",
+        *between,
+        "",
+    ]
