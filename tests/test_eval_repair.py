@@ -118,3 +118,20 @@ def test_weights_make_the_mean_and_the_test_weighted():
     assert bootstrap_interval([0.0, 100.0]).mean == 50.0
     d = paired_difference([0.0, 0.0], [-10.0, 10.0], weights=[1, 3])
     assert d.mean == 5.0 and d.p_value == 1.0  # flips of -10 and +30: every |mean| is >= 10
+
+
+def test_compare_of_two_evaluated_files_adds_their_repair_rates(tmp_path, capsys):
+    from cobalt.eval.cli import main
+
+    base = evaluated_file(
+        tmp_path / "b.jsonl", {"p0": [[0.0, 0.0], [1.0, 1.0]], "p1": [[0.0, 0.0], [0.0, 1.0]]}
+    )
+    trained = evaluated_file(
+        tmp_path / "t.jsonl", {"p0": [[0.0, 1.0], [1.0, 1.0]], "p1": [[0.0, 1.0], [0.0, 1.0]]}
+    )
+    main(["--compare", str(base), str(trained), "--labels", "warm", "rl", "-o", str(tmp_path / "cmp")])
+    out = json.loads(capsys.readouterr().out)
+    assert out["repair"]["trained"][0]["repair"]["mean"] == 100.0
+    md = (tmp_path / "cmp.summary.md").read_text()
+    assert md.startswith("| turn | warm Pass@1 (%)") and "## Repair rate on the compared problems" in md
+    assert "| 0 → 1 | warm | 3 (2) | 33.3" in md and "| turn | rl − warm repair rate" in md

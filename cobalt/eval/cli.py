@@ -6,7 +6,8 @@
 The first re-runs every assistant turn on the hidden tests, writes each record with
 ``all_pass_rates`` added (resumable, like the inference commands) and then ``eval.summary.json``,
 ``eval.summary.md`` and ``eval.pass_at_1.png`` beside the output. The second only reports:
-files already evaluated, one curve each in one plot.
+files already evaluated, one curve each in one plot; with two files (base first, then trained)
+the Markdown also has their repair rates (:mod:`cobalt.eval.repair`).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from cobalt.data.execute import Executor
 from cobalt.data.trajectories import read_trajectories
 from cobalt.errors import DataError
 from cobalt.eval.hidden import evaluate_record
+from cobalt.eval.repair import compare_repair, repair_section
 from cobalt.eval.report import summarize, write_reports
 from cobalt.infer.cli import add_num_gpus, inference_settings, main_guard
 from cobalt.infer.runtime import open_runtime
@@ -90,7 +92,15 @@ def compare_files(args) -> dict:
     if len(labels) != len(args.compare):
         raise DataError(f"--labels names {len(labels)} curves but --compare has {len(args.compare)} files")
     summaries = {label: summarize(f) for label, f in zip(labels, args.compare)}
-    return {"compare": summaries, "reports": write_reports(summaries, report_stem(args.output_file))}
+    out = {"compare": summaries, "reports": write_reports(summaries, report_stem(args.output_file))}
+    if len(args.compare) == 2:  # the first as base, the second as trained
+        out["repair"] = compare_repair(*args.compare)
+        markdown = Path(out["reports"]["markdown"])
+        section = repair_section(out["repair"], "the compared", names=tuple(labels))
+        markdown.write_text(
+            markdown.read_text(encoding="utf-8") + "\n" + "\n".join(section), encoding="utf-8"
+        )
+    return out
 
 
 def main(argv=None) -> None:

@@ -146,14 +146,15 @@ def _difference(difference: dict | None) -> str:
     return "—" if difference is None else describe(PairedDifference(**difference))
 
 
-def repair_section(repair: dict, problem_set: str) -> list[str]:
-    """The report's "Repair rate" section from :func:`compare_repair`'s data."""
+def repair_section(repair: dict, problem_set: str, names: tuple[str, str] = ("base", "trained")) -> list[str]:
+    """The report's "Repair rate" section from :func:`compare_repair`'s data; ``names``: what the
+    tables call the base and the trained model."""
     rows = []
-    for model in ("base", "trained"):
+    for model, name in zip(("base", "trained"), names):
         for r in repair[model]:
             note = f"; {r['without_baseline']} without baseline" if r["without_baseline"] else ""
             rows.append(
-                f"| {r['turn']} → {r['turn'] + 1} | {model} | {r['failed']} ({r['problems']}{note}) | "
+                f"| {r['turn']} → {r['turn'] + 1} | {name} | {r['failed']} ({r['problems']}{note}) | "
                 f"{_percent(r['repair'])} | {_percent(r['resample'])} | {_difference(r['difference'])} |"
             )
     between = [f"| {t} → {t + 1} | {_difference(d)} |" for t, d in enumerate(repair["trained_minus_base"])]
@@ -171,10 +172,10 @@ def repair_section(repair: dict, problem_set: str) -> list[str]:
         "|---|---|---:|---:|---:|---|",
         *rows,
         "",
-        "Trained − base: paired by problem, over the problems where both models failed at turn t "
-        "(each weighs by both models' failures).",
+        f"{names[1]} − {names[0]}: paired by problem, over the problems where both models failed at "
+        "turn t (each weighs by both models' failures).",
         "",
-        "| turn | trained − base repair rate (points, 95% CI, p) |",
+        f"| turn | {names[1]} − {names[0]} repair rate (points, 95% CI, p) |",
         "|---|---|",
         *between,
         "",
