@@ -1,6 +1,7 @@
 """The paper chain's ``report/``: Pass@1 per turn of base and trained on LiveCodeBench and TACO-dev
-(perturbed public tests) beside the paper's figures for the training profile; stage times and the
-exact command of every stage. Read from the run directory; nothing here runs a stage."""
+(perturbed public tests) beside the paper's figures for the training profile, their repair rates
+beside an independent resample (:mod:`cobalt.eval.repair`); stage times and the exact command of
+every stage. Read from the run directory; nothing here runs a stage."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from pathlib import Path
 
 from cobalt.eval.comparison import compare, plot_comparison
 from cobalt.eval.quickstart_report import commands, jsonable, stage_times
+from cobalt.eval.repair import compare_repair, repair_section
 from cobalt.eval.report import markdown_table, summarize
 
 SETS = {  # chain suffix: (report key, title, the paper's figure for trained, for base)
@@ -29,6 +31,7 @@ def evaluation(run, suffix: str, base: dict, trained: dict) -> dict | None:
         "figure": f"{key}.png",
         "pass_at_1": {"base": summarize(str(base_file)), "trained": summarize(str(trained_file))},
         "comparison": jsonable(comparison),
+        "repair": compare_repair(base_file, trained_file),
     }
 
 
@@ -77,7 +80,8 @@ def write_paper_report(run, profile: str, base: dict, trained: dict, seconds: fl
             section = report[key]
             lines += [f"## {section['title']}", "", markdown_table(section["pass_at_1"]),
                       f"**Verdict.** {section['comparison']['verdict']}", "",
-                      f"![Pass@1 per turn, {section['title']}]({section['figure']})", ""]  # fmt: skip
+                      f"![Pass@1 per turn, {section['title']}]({section['figure']})", "",
+                      *repair_section(section["repair"], section["title"])]  # fmt: skip
     lines += ["## Stage times", "", "| stage | seconds |", "|---|---:|"]
     concurrent = set(report["concurrent_stages"])
     lines += [f"| {'  ↳ ' if k in concurrent else ''}{k} | {v:.0f} |" for k, v in report["stages"].items()]
