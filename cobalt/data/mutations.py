@@ -484,6 +484,11 @@ def _fails(result: dict) -> bool:
     return not result["passing"] or not all(result["passing"])
 
 
+def tries_for(per_problem: int, tries_per_problem: int | None = None) -> int:
+    """Mutants run in the sandbox per problem: ``tries_per_problem``, by default 4 × ``per_problem``."""
+    return tries_per_problem if tries_per_problem is not None else 4 * per_problem
+
+
 async def surviving_mutants(
     problems: list[dict],
     references: dict,
@@ -505,7 +510,7 @@ async def surviving_mutants(
     from cobalt.data.execute import run_jobs
 
     survival = survival if survival is not None else Survival()
-    tries = tries_per_problem if tries_per_problem is not None else 4 * per_problem
+    tries = tries_for(per_problem, tries_per_problem)
     picked = {p["id"]: pick_candidates(references[p["id"]], f"{seed}:{p['id']}", tries) for p in problems}
     jobs = []
     for p in problems:

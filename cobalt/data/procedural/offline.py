@@ -25,7 +25,7 @@ from pathlib import Path
 
 from cobalt.argtypes import fraction, non_negative_int, positive_int
 from cobalt.data import cli
-from cobalt.data.mutations import BUG_CLASSES, Survival, surviving_mutants
+from cobalt.data.mutations import BUG_CLASSES, Survival, surviving_mutants, tries_for
 from cobalt.data.procedural.generate import parse_id, reference_solution
 from cobalt.data.synthetic import SyntheticOptions, generate
 from cobalt.errors import DataError
@@ -159,7 +159,7 @@ def main(argv: list[str] | None = None) -> None:
         "problems": args.problems,
         "settings": {
             "per_problem": args.per_problem,
-            "tries": args.tries or 4 * args.per_problem,
+            "tries": tries_for(args.per_problem, args.tries),
             "num_samples": args.num_samples,
             "num_turns": args.num_turns,
             "p_fix": args.p_fix,
