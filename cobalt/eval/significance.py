@@ -5,7 +5,8 @@ Problems are the unit of resampling (a model's samples of one problem are not in
 paired test flips the sign of each problem's difference (trained − base): exactly, over every
 sign pattern, up to :data:`EXACT_UP_TO` problems, else over seeded random patterns. With one
 greedy answer per problem and model the differences are −1, 0 or +1, and the test is McNemar's
-exact test: only the discordant problems count, each a fair coin under no difference.
+exact test: only the discordant problems count, each a fair coin under no difference; it is then
+computed exactly for any number of problems (from the binomial distribution).
 
     python -m cobalt.eval.significance --better 0.15 --worse 0.05   # problems for 80 % power
 """
@@ -76,11 +77,22 @@ def sign_flip_p_value(differences, resamples: int = 20_000, seed: int = 0) -> fl
     observed = abs(d.mean()) if d.size else 0.0
     if observed == 0.0:
         return 1.0
+    nonzero = np.abs(d[d != 0])
+    if np.allclose(nonzero, nonzero[0]):  # one magnitude, e.g. pass/fail pairs: McNemar's exact test
+        return _equal_magnitude_p_value(int(np.sum(d > 0)), nonzero.size)
     flipped = np.abs((sign_patterns(d.size, resamples, seed) * d).mean(axis=1))
     extreme = int(np.sum(flipped >= observed * (1 - 1e-9)))
     if d.size <= EXACT_UP_TO:
         return extreme / len(flipped)
     return (extreme + 1) / (len(flipped) + 1)  # the observed pattern counts once
+
+
+def _equal_magnitude_p_value(positive: int, nonzero: int) -> float:
+    """The exact sign-flip p-value when ``nonzero`` differences share one magnitude and
+    ``positive`` of them are positive: the number of positive signs is Binomial(nonzero, 1/2)."""
+    k = np.arange(nonzero + 1)
+    as_extreme = np.abs(2 * k - nonzero) >= abs(2 * positive - nonzero)
+    return float(min(1.0, _binomial_pmf(nonzero, 0.5)[as_extreme].sum()))
 
 
 def smallest_p_value(problems: int) -> float:
