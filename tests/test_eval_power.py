@@ -31,7 +31,9 @@ def test_on_hundreds_of_pass_fail_pairs_the_p_value_is_still_exact(plus, minus, 
     estimate of it (20,000 random sign patterns are off by about 0.003)."""
     differences = [1.0] * plus + [-1.0] * minus + [0.0] * ties
     assert sign_flip_p_value(differences) == pytest.approx(mcnemar_exact_p(plus, minus), rel=1e-9)
-    assert sign_flip_p_value([-x for x in differences]) == pytest.approx(mcnemar_exact_p(plus, minus), rel=1e-9)
+    assert sign_flip_p_value([-x for x in differences]) == pytest.approx(
+        mcnemar_exact_p(plus, minus), rel=1e-9
+    )
 
 
 def test_all_discordant_in_favour_rejects_exactly_from_six_problems():
