@@ -61,6 +61,10 @@ class QuickstartConfig:
     train_profile: str = "quickstart"
     grpo_steps: int = 2
     train_eval_problems: int = 0  # the first N training problems, evaluated like the held-out ones
+    procedural: dict = dataclasses.field(default_factory=dict)  # problems "procedural": dev, heldout_families
+    offline_trajectories: dict = dataclasses.field(default_factory=dict)  # options of procedural.offline
+    eval_temperature: float | None = None  # None: sampling's temperature; 0: greedy evaluation
+    preregistration: dict = dataclasses.field(default_factory=dict)  # fixed before the run; in the report
     engine_config: str = "engine"
     ray_num_cpus: int = 8
     num_gpus: int | None = None  # GPUs of the private Ray head (None: detected; fake ones on CPU)
@@ -117,7 +121,42 @@ def convert_problems(run: Run, source: str, shape: str, name: str = "problems") 
     return out
 
 
+PROCEDURAL_DIR = "data/procedural"
+
+
+def procedural_problems(run: Run) -> dict[str, Path]:
+    """``problems: procedural``: seeded instances of the procedural families, written by their
+    command (``cobalt.data.procedural``): train, dev and held-out instances of the training
+    families (disjoint by seed, statement and tests) and instances of the held-out families."""
+    from cobalt.data.procedural.splits import SOLUTIONS, SPLITS
+
+    out, p = run.root / PROCEDURAL_DIR, run.cfg.procedural
+    files = {split: out / f"{split}.jsonl" for split in SPLITS} | {"solutions": out / SOLUTIONS}
+    cmd = [sys.executable, "-m", "cobalt.data.procedural", "--out", out, "--train", run.cfg.train_problems,
+           "--dev", p.get("dev", 0), "--heldout", run.cfg.heldout_problems,
+           "--heldout_families", p.get("heldout_families", 0), "--seed", p.get("seed", 0)]  # fmt: skip
+    run.stage(
+        "procedural problems",
+        lambda: all(f.exists() for f in files.values()),
+        lambda: run.command("procedural", cmd),
+    )
+    return files
+
+
+def heldout_families(run: Run) -> Path | None:
+    """The held-out families' problems (out-of-family evaluation), when the run has any."""
+    if run.cfg.problems != "procedural" or not run.cfg.procedural.get("heldout_families"):
+        return None
+    return procedural_problems(run)["heldout_families"]
+
+
 def split_problems(run: Run) -> tuple[Path, Path]:
+    if run.cfg.problems == "procedural":  # procedural.evaluate: dev in tuning runs
+        files = procedural_problems(run)
+        evaluate = run.cfg.procedural.get("evaluate", "heldout")
+        if evaluate not in ("heldout", "dev"):
+            raise ValueError(f"procedural.evaluate: {evaluate!r}; expected heldout or dev")
+        return files["train"], files[evaluate]
     train, heldout = run.root / "data/train_problems.jsonl", run.root / "data/heldout_problems.jsonl"
     records = problem_records(run)  # a raw file is converted first (a stage of its own)
 
@@ -164,9 +203,11 @@ def warm_up(run: Run, base: Path, train: Path) -> Path:
         run.log(f"SFT warm-up: not for {base} (warmup.enabled is off); the model is used as it is")
         return base
     out = run.root / "models/warm"
-    problems, solutions = train, []
+    problems, solutions = warm_up_problems(run, train), []
     beside = Path(run.cfg.problems).with_name("solutions.jsonl")  # as cobalt.data.procedural writes
-    if run.cfg.problems not in PROBLEM_SETS and file_shape(run.cfg.problems) == "taco":
+    if run.cfg.problems == "procedural":
+        solutions = ["--solutions", procedural_problems(run)["solutions"]]
+    elif run.cfg.problems not in PROBLEM_SETS and file_shape(run.cfg.problems) == "taco":
         solutions = ["--solutions", run.cfg.problems]
     elif run.cfg.problems not in PROBLEM_SETS and beside.is_file():
         solutions = ["--solutions", beside]
@@ -184,14 +225,70 @@ def warm_up(run: Run, base: Path, train: Path) -> Path:
     return out
 
 
-def evaluation_chains(run: Run, model_tag: str, heldout: Path, train_subset: Path | None) -> dict:
+def warm_up_problems(run: Run, train: Path) -> Path:
+    """The training problems the warm-up answers: all, or the first ``warmup.problems``."""
+    n = run.cfg.warmup.get("problems")
+    if not n:
+        return train
+    subset = run.path("data/warm_up_problems.jsonl")
+
+    def write():
+        write_jsonl(subset, load_jsonl(train)[:n], overwrite=True)
+
+    run.stage("warm-up problems", subset.exists, write)
+    return subset
+
+
+def evaluation_chains(
+    run: Run, model_tag: str, heldout: Path, train_subset: Path | None, families: Path | None = None
+) -> dict:
     """The evaluation chains of one model (``base`` or ``trained``): the held-out problems, and the
-    training subset when the profile has one."""
+    training subset and the held-out families when the profile has them."""
     cfg = run.cfg
-    chains = {f"eval_{model_tag}": Chain(heldout, cfg.eval_samples, cfg.eval_turns)}
+
+    def chain(problems: Path) -> Chain:
+        return Chain(problems, cfg.eval_samples, cfg.eval_turns, temperature=cfg.eval_temperature)
+
+    chains = {f"eval_{model_tag}": chain(heldout)}
     if train_subset is not None:
-        chains[f"eval_{model_tag}_train"] = Chain(train_subset, cfg.eval_samples, cfg.eval_turns)
+        chains[f"eval_{model_tag}_train"] = chain(train_subset)
+    if families is not None:
+        chains[f"eval_{model_tag}_families"] = chain(families)
     return chains
+
+
+def offline_trajectories(run: Run, train: Path) -> Path | None:
+    """Trajectories made without a model (``offline_trajectories``: procedural problems only): a
+    buggy first attempt mutated from the reference, the evaluator's feedback, a fix or another
+    bug (``cobalt.data.procedural.offline``)."""
+    options = run.cfg.offline_trajectories
+    if not options:
+        return None
+    if run.cfg.problems != "procedural":
+        raise ValueError(
+            "offline_trajectories needs problems: procedural (mutants of their reference solutions)"
+        )
+    out = run.root / "trajectories_offline/eval.jsonl"
+    flags = [x for key, value in options.items() for x in (f"--{key}", value)]
+    cmd = [sys.executable, "-m", "cobalt.data.procedural.offline", "--problems", train, "--out", out, *flags]
+    run.stage("offline trajectories (buggy first attempts)", out.exists, lambda: run.command("offline", cmd))
+    return out
+
+
+def all_trajectories(run: Run, own: Path | None, offline: Path | None) -> Path:
+    """The trajectories the bandit prompts are cut from: the model's own, the offline ones, or both."""
+    sources = [path for path in (own, offline) if path is not None]
+    if len(sources) == 1:
+        return sources[0]
+    if not sources:
+        raise ValueError("no trajectories: set train_samples above 0 or offline_trajectories")
+    out = run.root / "data/trajectories_all.jsonl"
+
+    def write():
+        write_jsonl(out, [record for path in sources for record in load_jsonl(path)], overwrite=True)
+
+    run.stage("trajectories: own and offline together", out.exists, write)
+    return out
 
 
 def bandit_data(run: Run, trajectories: Path, tokenizer: Path) -> Path:
@@ -277,22 +374,25 @@ def run_pipeline(run: Run) -> Path:
     started = time.monotonic()
     base = export_model(run)
     train, heldout = split_problems(run)
+    families = heldout_families(run)
     train_subset = train_eval_subset(run, train)
     warm = warm_up(run, base, train)
+    offline = offline_trajectories(run, train)
 
     num_cpus, num_gpus, why = head_size(run.cfg)
     with ray_cluster(None, num_cpus=num_cpus, num_gpus=num_gpus, gpus_why=why, log=run.log) as address:
         run.address = address
         connect(address)
         cfg = run.cfg
-        base_chains = {"trajectories": Chain(train, cfg.train_samples, cfg.train_turns),
-                       **evaluation_chains(run, "base", heldout, train_subset)}  # fmt: skip
+        own = {"trajectories": Chain(train, cfg.train_samples, cfg.train_turns)} if cfg.train_samples else {}
+        base_chains = {**own, **evaluation_chains(run, "base", heldout, train_subset, families)}
         base_evals = self_debug_side_by_side(run, "base model", warm, base_chains)
-        parquet_dir = bandit_data(run, base_evals["trajectories"], warm)
+        trajectories = all_trajectories(run, base_evals.get("trajectories"), offline)
+        parquet_dir = bandit_data(run, trajectories, warm)
         stop_engine(run)
         trained = grpo(run, parquet_dir, warm)
         trained_evals = self_debug_side_by_side(
-            run, "trained model", trained, evaluation_chains(run, "trained", heldout, train_subset)
+            run, "trained model", trained, evaluation_chains(run, "trained", heldout, train_subset, families)
         )
         stop_engine(run)
         import ray
@@ -301,7 +401,7 @@ def run_pipeline(run: Run) -> Path:
     files = {
         "train": train,
         "heldout": heldout,
-        "trajectories": base_evals["trajectories"],
+        "trajectories": trajectories,
         "bandit": run.root / "data/bandit_train.jsonl",
         "parquet": parquet_dir,
         "base_eval": base_evals["eval_base"],
@@ -310,6 +410,9 @@ def run_pipeline(run: Run) -> Path:
     if train_subset is not None:
         files |= {"base_train_eval": base_evals["eval_base_train"],
                   "trained_train_eval": trained_evals["eval_trained_train"]}  # fmt: skip
+    if families is not None:
+        files |= {"base_families_eval": base_evals["eval_base_families"],
+                  "trained_families_eval": trained_evals["eval_trained_families"]}  # fmt: skip
     record = RunRecord(run.root, run.profile, dataclasses.asdict(run.cfg), run.state, files,
                        time.monotonic() - started)  # fmt: skip
     return write_report(record)
@@ -357,6 +460,9 @@ def main(argv=None) -> int:
         if getattr(args, k) is not None
     }
     cfg = dataclasses.replace(cfg, **overrides)
+    check_preregistration(
+        cfg, args.profile if args.profile.endswith(".yaml") else f"configs/{args.profile}.yaml"
+    )
     if args.dry_run:
         print(json.dumps({"profile": args.profile, **dry_run_plan(cfg)}, indent=1))
         return 0
@@ -364,6 +470,27 @@ def main(argv=None) -> int:
     root.mkdir(parents=True, exist_ok=True)
     run = Run(root, cfg, args.profile)
     return run_to_report(run, run_pipeline)
+
+
+def check_preregistration(cfg: QuickstartConfig, source: str) -> None:
+    """Fail before any stage when the pre-registered test names something the run won't evaluate."""
+    prereg = cfg.preregistration
+    if not prereg:
+        return
+    evaluated = {"heldout"}
+    evaluated |= {"training_problems"} if cfg.train_eval_problems else set()
+    evaluated |= (
+        {"heldout_families"}
+        if cfg.problems == "procedural" and cfg.procedural.get("heldout_families")
+        else set()
+    )
+    primary, turn = prereg.get("primary", "heldout"), prereg.get("turn", "last")
+    if primary not in evaluated:
+        raise SystemExit(
+            f"{source}: preregistration.primary: {primary!r}; this run evaluates {sorted(evaluated)}"
+        )
+    if turn != "last" and not (isinstance(turn, int) and 0 <= turn <= cfg.eval_turns):
+        raise SystemExit(f"{source}: preregistration.turn: {turn!r}; expected last or 0..{cfg.eval_turns}")
 
 
 def dry_run_plan(cfg: QuickstartConfig) -> dict:

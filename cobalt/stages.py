@@ -126,10 +126,11 @@ class Run:
             tail = "".join(log_path.read_text(errors="replace").splitlines(keepends=True)[-30:])
             raise RuntimeError(f"{name} failed (exit {returncode}); last lines of {log_path}:\n{tail}")
 
-    def inference_args(self) -> list:
+    def inference_args(self, temperature: float | None = None) -> list:
         s = self.cfg.sampling
+        temperature = s.get("temperature", 0.6) if temperature is None else temperature
         args = ["--address", self.address, "--engine_config", self.cfg.engine_config,
-                "--temperature", s.get("temperature", 0.6), "--top_p", s.get("top_p", 0.95),
+                "--temperature", temperature, "--top_p", s.get("top_p", 0.95),
                 "--max_tokens", s.get("max_tokens", 256)]  # fmt: skip
         return args + (["--enable_thinking"] if s.get("enable_thinking") else [])
 
@@ -143,6 +144,7 @@ class Chain:
     samples: int
     turns: int
     public_field: str = "public_test_cases"
+    temperature: float | None = None  # None: the run's sampling temperature; 0: greedy
 
 
 CHAIN_NAMES = {  # tag: what a self-debugging chain is, in stage names
@@ -151,9 +153,11 @@ CHAIN_NAMES = {  # tag: what a self-debugging chain is, in stage names
     "eval_base": "base evaluation",
     "eval_base_train": "base on training problems",
     "eval_base_dev": "base on TACO-dev (perturbed)",
+    "eval_base_families": "base on held-out families",
     "eval_trained": "trained evaluation",
     "eval_trained_train": "trained on training problems",
     "eval_trained_dev": "trained on TACO-dev (perturbed)",
+    "eval_trained_families": "trained on held-out families",
 }
 
 
@@ -169,7 +173,7 @@ def self_debug(run: Run, tag: str, model: Path, chain: Chain, concurrent: bool =
         evaluated(run, tag),
     )
     n = line_count(chain.problems)
-    common = ["--model", model, *run.inference_args()]
+    common = ["--model", model, *run.inference_args(chain.temperature)]
     single_cmd = [SCRIPTS / "run_single_turn.py", "-i", chain.problems, "-o", run.path(f"{tag}/single.jsonl"),
                   "-n", chain.samples, *common]  # fmt: skip
     multi_cmd = [SCRIPTS / "run_multi_turn.py", "-i", single, "-o", multi, "--turns", chain.turns,

@@ -3,6 +3,7 @@ report.md, on small synthetic files (no Ray, no model)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import numpy as np
@@ -235,3 +236,36 @@ def test_a_run_that_evaluated_training_problems_reports_them_beside_the_held_out
     plain = quickstart_run_dir(tmp_path / "plain")
     assert "on training problems" not in write_report(plain).read_text().lower()
     assert not (tmp_path / "plain/report/pass_at_1_train.png").exists()
+
+
+def test_a_preregistered_test_and_the_held_out_families_are_reported_with_a_computed_outcome(tmp_path):
+    """The generalize profile: the test fixed in its config is applied to the run's numbers (here
+    40 held-out problems, 12 solved by trained only after feedback, none by base only: McNemar's
+    exact p = 2 / 2**12), and the held-out families get a section of their own."""
+    run = quickstart_run_dir(tmp_path)
+    grids = {f"h{i}": [[0.0, 1.0 if i < 12 else 0.0]] for i in range(40)}
+    run.files["base_eval"] = evaluated_file(tmp_path / "b.jsonl", {i: [[0.0, 0.0]] for i in grids})
+    run.files["trained_eval"] = evaluated_file(tmp_path / "t.jsonl", grids)
+    run.files["base_families_eval"] = evaluated_file(
+        tmp_path / "bf.jsonl", {"f1": [[0.0, 0.0]], "f2": [[1.0, 1.0]]}
+    )
+    run.files["trained_families_eval"] = evaluated_file(
+        tmp_path / "tf.jsonl", {"f1": [[0.0, 0.0]], "f2": [[1.0, 1.0]]}
+    )
+    prereg = {"primary": "heldout", "turn": "last", "alpha": 0.05, "test": "McNemar's exact test"}
+    run = dataclasses.replace(run, config={**run.config, "preregistration": prereg})
+    md = write_report(run).read_text()
+    report = json.loads((tmp_path / "report/report.json").read_text())
+    outcome = report["preregistered"]
+    assert outcome["turn"] == 1 and outcome["improved"] is True and outcome["problem_set"] == "held-out"
+    assert outcome["difference"]["p_value"] == pytest.approx(2 / 2**12, rel=1e-9)
+    assert outcome["difference"]["mean"] == pytest.approx(30.0)
+    assert "- test: McNemar's exact test" in md and "An improvement at α = 0.05 is **shown**." in md
+    assert "## Pass@1 per turn on held-out-family problems (hidden tests)" in md
+    assert f"**Out of family.** {report['heldout_families']['comparison']['verdict']}" in md
+    # at turn 0 nothing changed: the same test, fixed on turn 0, shows nothing
+    at_turn_0 = dataclasses.replace(run, config={**run.config, "preregistration": {**prereg, "turn": 0}})
+    assert "An improvement at α = 0.05 is **not shown**." in write_report(at_turn_0).read_text()
+    wrong = dataclasses.replace(run, config={**run.config, "preregistration": {**prereg, "primary": "dev"}})
+    with pytest.raises(ValueError, match=r"preregistration\.primary: 'dev' was not evaluated"):
+        write_report(wrong)

@@ -94,7 +94,7 @@ def test_a_command_stops_when_the_quickstart_is_killed(tmp_path):
         time.sleep(0.1)
 
 
-@pytest.mark.parametrize("profile", ["quickstart", "quickstart_ci", "learn"])
+@pytest.mark.parametrize("profile", ["quickstart", "quickstart_ci", "learn", "generalize"])
 def test_every_quickstart_profile_loads_and_dry_runs(profile, capsys):
     """``--dry-run`` resolves a profile (its extends chain and its GRPO profile) and runs nothing."""
     import json
@@ -302,3 +302,99 @@ def test_the_warm_up_takes_the_procedural_families_solutions_beside_their_proble
     run, commands = quickstart_run(tmp_path / "run", out / "train.jsonl")
     warm_up(run, tmp_path / "base", tmp_path / "train.jsonl")
     assert commands["warmup"][commands["warmup"].index("--solutions") + 1] == str(out / "solutions.jsonl")
+
+
+def test_the_generalize_profile_builds_its_splits_offline_trajectories_and_greedy_chains(tmp_path):
+    """``problems: procedural`` with ``offline_trajectories``: the splits and the offline
+    trajectories come from their real commands (the model's commands are only recorded); the
+    evaluation chains are greedy and include the held-out families."""
+    import dataclasses
+
+    from cobalt.config import from_dict, load_config
+    from cobalt.data.procedural import HELDOUT_FAMILIES, parse_id
+    from cobalt.jsonl import load_jsonl
+    from cobalt.quickstart import (
+        QuickstartConfig,
+        Run,
+        all_trajectories,
+        evaluation_chains,
+        heldout_families,
+        offline_trajectories,
+        split_problems,
+        warm_up,
+    )
+
+    cfg = from_dict(QuickstartConfig, load_config("generalize"), source="configs/generalize")
+    small = dataclasses.replace(
+        cfg,
+        train_problems=4,
+        heldout_problems=3,
+        procedural={**cfg.procedural, "dev": 2, "heldout_families": 2},
+        warmup={**cfg.warmup, "problems": 2},
+        offline_trajectories={**cfg.offline_trajectories, "num_samples": 2},
+    )
+    run = Run(tmp_path / "run", small, "generalize")
+    recorded, real_command = {}, run.command
+
+    def command(name, args, env=None):
+        if name in ("procedural", "offline"):
+            return real_command(name, args, env)
+        recorded[name] = [str(a) for a in args]
+        (tmp_path / "run/models/warm").mkdir(parents=True)
+        (tmp_path / "run/models/warm/warm_up.json").write_text("{}")
+
+    run.command = command
+    train, heldout = split_problems(run)
+    families = heldout_families(run)
+    assert [len(load_jsonl(f)) for f in (train, heldout, families)] == [4, 3, 2]
+    family = lambda path: {parse_id(r["id"])[0] for r in load_jsonl(path)}  # noqa: E731
+    assert family(families) <= set(HELDOUT_FAMILIES) and not family(train) & set(HELDOUT_FAMILIES)
+    assert not {r["id"] for r in load_jsonl(train)} & {r["id"] for r in load_jsonl(heldout)}
+
+    warm_up(run, tmp_path / "base", train)
+    warm = recorded["warmup"]
+    assert warm[warm.index("--solutions") + 1] == str(tmp_path / "run/data/procedural/solutions.jsonl")
+    assert load_jsonl(warm[warm.index("--problems") + 1]) == load_jsonl(train)[:2]
+
+    offline = offline_trajectories(run, train)
+    rows = load_jsonl(offline)
+    assert rows and {r["id"] for r in rows} <= {r["id"] for r in load_jsonl(train)}
+    assert all(len(r["all_pass_rates"]) == 2 for r in rows)  # num_samples conversations each
+    assert all_trajectories(run, None, offline) == offline  # train_samples 0: the offline ones only
+
+    chains = evaluation_chains(run, "base", heldout, None, families)
+    assert sorted(chains) == ["eval_base", "eval_base_families"]
+    assert all(c.samples == 1 and c.temperature == 0 and c.turns == 2 for c in chains.values())
+    run.address = "127.0.0.1:1"
+    args = [str(a) for a in run.inference_args(chains["eval_base"].temperature)]
+    assert args[args.index("--temperature") + 1] == "0"
+
+    tuning = Run(
+        tmp_path / "run", dataclasses.replace(small, procedural={**small.procedural, "evaluate": "dev"}), "g"
+    )
+    assert split_problems(tuning)[1] == tmp_path / "run/data/procedural/dev.jsonl"
+
+
+def test_a_preregistered_test_of_something_the_run_never_evaluates_fails_before_any_stage(tmp_path):
+    from cobalt.quickstart import main
+
+    assert main(["--profile", "generalize", "--dry-run"]) == 0
+    with pytest.raises(SystemExit, match=r"preregistration\.turn: 5; expected last or 0\.\.2"):
+        main(["--profile", str(write_profile(tmp_path, {"preregistration": {"turn": 5}})), "--dry-run"])
+    with pytest.raises(
+        SystemExit, match=r"preregistration\.primary: 'training_problems'; this run evaluates"
+    ):
+        main(["--profile", str(write_profile(tmp_path, {"preregistration": {"primary": "training_problems"}})),
+              "--dry-run"])  # fmt: skip
+
+
+def write_profile(tmp_path, settings: dict):
+    """A profile extending generalize with ``settings`` laid over its pre-registration."""
+    from pathlib import Path
+
+    import yaml
+
+    path = tmp_path / "profile.yaml"
+    generalize = Path(__file__).resolve().parents[1] / "configs/generalize.yaml"
+    path.write_text(yaml.safe_dump({"extends": str(generalize), **settings}))
+    return path

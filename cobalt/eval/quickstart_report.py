@@ -95,6 +95,12 @@ def stage_times(state: dict) -> dict:
 EVALUATIONS = {  # report.json's key: (base file, trained file, problem set, figure)
     "heldout": ("base_eval", "trained_eval", "held-out", "pass_at_1.png"),
     "training_problems": ("base_train_eval", "trained_train_eval", "training", "pass_at_1_train.png"),
+    "heldout_families": (
+        "base_families_eval",
+        "trained_families_eval",
+        "held-out-family",
+        "pass_at_1_families.png",
+    ),
 }
 
 
@@ -125,6 +131,7 @@ def build(run: RunRecord) -> dict:
     steps = grpo_steps(metrics)
     if steps:
         training_curves.plot(metrics, out / "training.png")
+    prereg = run.config.get("preregistration") or {}
     return {
         "profile": run.profile,
         "config": run.config,
@@ -132,10 +139,27 @@ def build(run: RunRecord) -> dict:
         "grpo": steps,
         "training_figure": bool(steps),
         **evaluated,
+        **({"preregistered": preregistered_outcome(prereg, evaluated)} if prereg else {}),
         **stage_times(run.state),
         "commands": run.state.get("commands", {}),
         "seconds": round(run.seconds, 1),
     }
+
+
+def preregistered_outcome(prereg: dict, evaluated: dict) -> dict:
+    """The test the profile fixed before the run (``preregistration``: problem set, turn, alpha),
+    applied to the run's comparison: the difference, its interval and p, and whether it shows an
+    improvement (p < alpha and trained better)."""
+    key, alpha = prereg.get("primary", "heldout"), float(prereg.get("alpha", 0.05))
+    if key not in evaluated:
+        raise ValueError(f"preregistration.primary: {key!r} was not evaluated in this run")
+    differences = evaluated[key]["comparison"]["difference"]
+    turn = prereg.get("turn", "last")
+    index = len(differences) - 1 if turn == "last" else int(turn)
+    d = PairedDifference(**differences[index])
+    improved = d.p_value < alpha and d.mean > 0
+    return {"problem_set": evaluated[key]["comparison"]["problem_set"], "turn": index, "alpha": alpha, "difference": dataclasses.asdict(d),
+            "improved": improved}  # fmt: skip
 
 
 def jsonable(comparison: dict) -> dict:
@@ -153,14 +177,38 @@ def write_report(run: RunRecord) -> Path:
     passes = [pass_at_1_section(report[key]) for key in EVALUATIONS if key in report]
     repairs = [repair_section(report[k]["repair"], report[k]["comparison"]["problem_set"]) for k in EVALUATIONS
                if k in report]  # fmt: skip
-    sections = (header(run, report, warm), *passes, *repairs, training(report), counts_table(report),
-                times_table(report), commands(report))  # fmt: skip
+    sections = (header(run, report, warm), preregistered_section(report), *passes, *repairs, training(report),
+                counts_table(report), times_table(report), commands(report))  # fmt: skip
     path = run.root / "report/report.md"
     path.write_text("\n".join(line for section in sections for line in section))
     return path
 
 
-VERDICTS = {"heldout": "Verdict.", "training_problems": "On training problems."}
+VERDICTS = {
+    "heldout": "Verdict.",
+    "heldout_families": "Out of family.",
+    "training_problems": "On training problems.",
+}
+
+
+def preregistered_section(report: dict) -> list[str]:
+    """The pre-registered settings as the profile fixed them, and the outcome of its test."""
+    if "preregistered" not in report:
+        return []
+    prereg, outcome = report["config"]["preregistration"], report["preregistered"]
+    d = PairedDifference(**outcome["difference"])
+    shown = "shown" if outcome["improved"] else "not shown"
+    return [
+        "## Pre-registered test",
+        "",
+        "Fixed in the profile before the run:",
+        "",
+        *[f"- {key.replace('_', ' ')}: {value}" for key, value in prereg.items()],
+        "",
+        f"**Outcome.** Trained − base Pass@1 on {outcome['problem_set']} problems at "
+        f"turn {outcome['turn']}: {describe(d)}. An improvement at α = {outcome['alpha']:g} is **{shown}**.",
+        "",
+    ]
 
 
 def header(run: RunRecord, report: dict, warm: dict) -> list[str]:
@@ -190,7 +238,8 @@ def pass_at_1_section(evaluation: dict) -> list[str]:
         f"![Pass@1 per turn]({evaluation['figure']})",
         "",
         "Bands and error bars: 95% bootstrap intervals over problems (seeded); p: two-sided paired "
-        "sign-flip test over problems (exact up to 16 problems).",
+        "sign-flip test over problems (exact up to 16 problems, and at any number when each problem has "
+        "one pass/fail answer per model: McNemar's exact test).",
         "",
         markdown_table(evaluation["pass_at_1"]),
         "| turn | trained − base (points, 95% CI, p) |",
