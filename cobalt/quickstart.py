@@ -124,16 +124,21 @@ def convert_problems(run: Run, source: str, shape: str, name: str = "problems") 
 PROCEDURAL_DIR = "data/procedural"
 
 
+def procedural_files(run: Run) -> dict[str, Path]:
+    """Where ``problems: procedural`` keeps its splits and their solutions (``procedural_problems``)."""
+    from cobalt.data.procedural.splits import SOLUTIONS, SPLITS
+
+    out = run.root / PROCEDURAL_DIR
+    return {split: out / f"{split}.jsonl" for split in SPLITS} | {"solutions": out / SOLUTIONS}
+
+
 def procedural_problems(run: Run) -> dict[str, Path]:
     """``problems: procedural``: seeded instances of the procedural families, written by their
     command (``cobalt.data.procedural``): train, dev and held-out instances of the training
     families (disjoint by seed, statement and tests) and instances of the held-out families."""
-    from cobalt.data.procedural.splits import SOLUTIONS, SPLITS
-
-    out, p = run.root / PROCEDURAL_DIR, run.cfg.procedural
-    files = {split: out / f"{split}.jsonl" for split in SPLITS} | {"solutions": out / SOLUTIONS}
-    cmd = [sys.executable, "-m", "cobalt.data.procedural", "--out", out, "--train", run.cfg.train_problems,
-           "--dev", p.get("dev", 0), "--heldout", run.cfg.heldout_problems,
+    files, p = procedural_files(run), run.cfg.procedural
+    cmd = [sys.executable, "-m", "cobalt.data.procedural", "--out", run.root / PROCEDURAL_DIR,
+           "--train", run.cfg.train_problems, "--dev", p.get("dev", 0), "--heldout", run.cfg.heldout_problems,
            "--heldout_families", p.get("heldout_families", 0), "--seed", p.get("seed", 0)]  # fmt: skip
     run.stage(
         "procedural problems",
@@ -147,7 +152,7 @@ def heldout_families(run: Run) -> Path | None:
     """The held-out families' problems (out-of-family evaluation), when the run has any."""
     if run.cfg.problems != "procedural" or not run.cfg.procedural.get("heldout_families"):
         return None
-    return procedural_problems(run)["heldout_families"]
+    return procedural_files(run)["heldout_families"]
 
 
 def split_problems(run: Run) -> tuple[Path, Path]:
@@ -206,7 +211,7 @@ def warm_up(run: Run, base: Path, train: Path) -> Path:
     problems, solutions = warm_up_problems(run, train), []
     beside = Path(run.cfg.problems).with_name("solutions.jsonl")  # as cobalt.data.procedural writes
     if run.cfg.problems == "procedural":
-        solutions = ["--solutions", procedural_problems(run)["solutions"]]
+        solutions = ["--solutions", procedural_files(run)["solutions"]]
     elif run.cfg.problems not in PROBLEM_SETS and file_shape(run.cfg.problems) == "taco":
         solutions = ["--solutions", run.cfg.problems]
     elif run.cfg.problems not in PROBLEM_SETS and beside.is_file():
