@@ -3,7 +3,8 @@
 #   bash scripts/learning_check.sh [hydra overrides for veRL's main_ppo ...]
 # Exit 0 when it learned, 1 when not, 2 when the metrics could not be judged, else the trainer's
 # failure status. Prints the per-step reward means and the verdict's numbers; leaves veRL's
-# metrics file (file logger) and the trainer's log in the output directory.
+# metrics file (file logger), its rollout dump (rollouts/<step>.jsonl: the verdict pairs the
+# reward gain by prompt) and the trainer's log in the output directory.
 # Environment: LEARNING_CHECK_DIR (output directory, new or empty; default
 # runs/learning_check/<UTC time>-<pid>), LEARNING_CHECK_SEED (data order and rollout sampling; 1).
 # Profile: configs/train/learning_check.yaml. Verdict: cobalt/train/learning_check.py.
@@ -32,10 +33,12 @@ if command -v setpriv > /dev/null; then DIE_WITH_SCRIPT=(setpriv --pdeathsig TER
 "${DIE_WITH_SCRIPT[@]}" "$PYTHON" -m cobalt.train.launch --profile learning_check \
   "data.train_files=$OUT/demo/train.parquet" "data.val_files=$OUT/demo/train.parquet" \
   "actor_rollout_ref.model.path=$OUT/policy" "trainer.default_local_dir=$OUT/checkpoints" \
+  "trainer.rollout_data_dir=$OUT/rollouts" \
   "data.seed=$SEED" "actor_rollout_ref.rollout.seed=$SEED" "$@" > "$OUT/train.log" 2>&1 || status=$?
 echo "learning check: training took $(( $(date +%s) - started )) s, exit status $status"
 if [ "$status" -ne 0 ]; then
   tail -n 40 "$OUT/train.log" >&2
   exit "$status"
 fi
-exec "$PYTHON" -m cobalt.train.learning_check "$OUT/metrics.jsonl" --json "$OUT/verdict.json"
+exec "$PYTHON" -m cobalt.train.learning_check "$OUT/metrics.jsonl" --rollouts "$OUT/rollouts" \
+  --json "$OUT/verdict.json"

@@ -3,7 +3,8 @@ check -- ``scripts/learning_check.sh``, COBALT GRPO on CPU -- which must pass, a
 the rewards handed to the wrong responses, which must fail.
 
 Every run of the check, learning and deliberately broken, with its numbers: docs/benchmarks.md
-("The learning check"). The margins sit about 1.5 sd of the run-to-run noise above zero.
+("The learning check"). The margins sit between five runs without learning (lr = 0) and five
+learning runs (bench/calibrate_learning_check.py).
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ from pathlib import Path
 import pytest
 from proc_helpers import processes_using, wait_until
 
-from cobalt.train.learning_check import Criteria, Unjudgeable, judge, main, read_metrics
+from cobalt.train.learning_check import Criteria, Unjudgeable, judge, main, read_metrics, read_rollouts
+from cobalt.train.profile import load_profile
 
 ROOT = Path(__file__).resolve().parents[1]
 VAL = "val-core/code_taco_verified/acc/mean@4"
@@ -41,7 +43,60 @@ def write_metrics(path: Path, rewards: list[float], val: dict[int, float], **ext
     return path
 
 
+def write_rollouts(directory: Path, steps: list[dict[str, list[float]]]) -> Path:
+    """veRL's rollout dump: ``<step>.jsonl``, a line per response (``{prompt: [scores]}`` per step)."""
+    directory.mkdir()
+    for step, prompts in enumerate(steps, 1):
+        rows = [
+            {"input": p, "output": "x", "score": s, "step": step} for p, ss in prompts.items() for s in ss
+        ]
+        (directory / f"{step}.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
+    return directory
+
+
 # ---- the verdict ----------------------------------------------------------------------------------
+
+
+def test_a_gain_from_the_data_order_alone_is_not_a_gain_when_paired_by_prompt(tmp_path):
+    """No prompt's reward changes, but the first steps drew the hard prompt and the last steps the
+    easy one: unpaired window means gain +0.75, the paired comparison sees 0 and fails."""
+    hard, easy = {"hard": [-0.5, -0.5]}, {"easy": [0.5, 0.5]}
+    order = [hard, hard, {**hard, **easy}, hard, easy, {**hard, **easy}, easy, easy]
+    rewards = [sum(sum(v) for v in s.values()) / sum(len(v) for v in s.values()) for s in order]
+    metrics = read_metrics(write_metrics(tmp_path / "m.jsonl", rewards, {0: 0.0, 8: 0.5}))
+    rollouts = read_rollouts(write_rollouts(tmp_path / "rollouts", order))
+    assert judge(metrics).gain == pytest.approx(0.75) and judge(metrics).passed
+    verdict = judge(metrics, rollouts=rollouts)
+    assert verdict.gain == pytest.approx(0.0) and verdict.paired_prompts == 2 and not verdict.passed
+    assert "paired over 2 prompts" in verdict.reasons[0]
+
+
+def test_a_paired_gain_is_each_prompts_own_change_averaged(tmp_path):
+    early = {"a": [0.0, 0.0], "b": [-1.0, 0.0], "only early": [1.0]}
+    late = {"a": [1.0, 0.0], "b": [0.0, 0.5], "only late": [-1.0]}
+    rollouts = read_rollouts(write_rollouts(tmp_path / "r", [early] * 2 + [late] * 2))
+    metrics = read_metrics(write_metrics(tmp_path / "m.jsonl", [0.0] * 4, {0: 0.0, 4: 0.2}))
+    verdict = judge(metrics, Criteria(window=2, margin=0.5), rollouts)
+    # a: 0 -> 0.5, b: -0.5 -> 0.25; prompts in one window only are left out
+    assert verdict.paired_prompts == 2 and verdict.gain == pytest.approx((0.5 + 0.75) / 2)
+    assert verdict.first_mean == pytest.approx(-0.25) and verdict.last_mean == pytest.approx(0.375)
+    assert verdict.passed
+
+
+def test_unreadable_rollouts_name_the_file_and_line(tmp_path):
+    with pytest.raises(Unjudgeable, match="no rollout dump"):
+        read_rollouts(tmp_path / "missing")
+    bad = write_rollouts(tmp_path / "bad", [{"a": [0.0]}, {"a": [0.0]}])
+    (bad / "2.jsonl").write_text('{"input": "a", "score": 0.5}\n{"input": "a"}\n')
+    with pytest.raises(Unjudgeable, match=r"2\.jsonl:2: not a rollout line"):
+        read_rollouts(bad)
+    (bad / "2.jsonl").write_text('{"input": "a", "score": "high"}\n')
+    with pytest.raises(Unjudgeable, match=r"2\.jsonl:1: field score is 'high'"):
+        read_rollouts(bad)
+    metrics = read_metrics(write_metrics(tmp_path / "m.jsonl", [0.0] * 8, {0: 0.0, 8: 0.2}))
+    short = read_rollouts(write_rollouts(tmp_path / "short", [{"a": [0.0]}] * 7))
+    with pytest.raises(Unjudgeable, match="rollouts of 7 steps"):
+        judge(metrics, rollouts=short)
 
 
 def test_rising_reward_and_validation_pass(tmp_path):
@@ -140,6 +195,9 @@ def test_cli_exit_status_report_and_json(tmp_path, capsys):
     assert main([str(flat), "--margin", "0", "--val-margin", "0.2"]) == 0
     assert main([str(tmp_path / "missing.jsonl")]) == 2
     assert main([str(good), "--window", "5"]) == 2
+    flat_rollouts = write_rollouts(tmp_path / "rollouts", [{"p": [0.0]}] * 8)
+    assert main([str(good), "--rollouts", str(flat_rollouts)]) == 1  # paired: no prompt gained
+    assert "paired over 1 prompts: gain +0.0000" in capsys.readouterr().out
 
 
 def test_the_sign_flipped_estimator_is_grpos_advantage_negated():
@@ -192,7 +250,6 @@ def test_the_checks_evaluator_gives_the_default_evaluators_verdicts_on_its_probl
     on every right and wrong program of the check's problems, each test's verdict is the same."""
     from cobalt.data.embedded.problems import load_problems
     from cobalt.sandbox import default_config, evaluate
-    from cobalt.train.profile import load_profile
 
     check = load_profile("learning_check")
     fast, default = default_config(check.evaluator_config), default_config()
@@ -219,7 +276,7 @@ def run_check(out: Path, *overrides: str) -> tuple[subprocess.CompletedProcess, 
         env={**env, **CHECK_ENV, "LEARNING_CHECK_DIR": str(out)},
         capture_output=True,
         text=True,
-        timeout=2400,  # measured 19-20 min on 2 cores (16 steps of 40-90 s, ~4 min of start-up); room for a busy CI
+        timeout=2400,  # measured 10 min on 2 cores (8 steps of 35-80 s, ~3 min of start-up); room for a busy CI
     )
     print(proc.stdout[-3000:], proc.stderr[-3000:])
     verdict = out / "verdict.json"
@@ -298,23 +355,25 @@ def live_command(pid: int) -> str:
 @pytest.mark.slow
 @pytest.mark.train
 def test_learning_check_passes(tmp_path):
-    """In CI (about 20 minutes on 2 cores): the check must pass on main."""
+    """In CI (about 10 minutes on 2 cores): the check must pass on main."""
     pytest.importorskip("verl")
     pytest.importorskip("vllm")
     proc, verdict = run_check(tmp_path / "run")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert verdict["passed"] and verdict["gain"] >= verdict["criteria"]["margin"] > 0
     assert verdict["val_gain"] >= verdict["criteria"]["val_margin"] > 0
+    assert verdict["paired_prompts"] >= 8  # the reward gain was paired by prompt (rollout dump)
     # it printed the per-step means and the verdict, and left veRL's metrics file
-    assert sorted(map(int, verdict["rewards"])) == list(range(1, 17))
-    assert "step  16" in proc.stdout and "LEARNED" in proc.stdout
+    steps = load_profile("learning_check").overrides["trainer.total_training_steps"]
+    assert sorted(map(int, verdict["rewards"])) == list(range(1, steps + 1))
+    assert f"step {steps:3d}" in proc.stdout and "LEARNED" in proc.stdout
     metrics = read_metrics(tmp_path / "run" / "metrics.jsonl")
     # hardly a response scored as failing for want of the evaluator (its call timing out or
     # raising): when 64 calls were in flight, right programs waiting behind slow ones timed out,
     # 1-20 of 128 in 11 of 16 steps; within the evaluator's capacity, at most 2 in a step
-    failures = {step: metrics[step]["reward/evaluator_failure/count"] for step in range(1, 17)}
+    failures = {step: metrics[step]["reward/evaluator_failure/count"] for step in range(1, steps + 1)}
     assert max(failures.values()) <= 2, failures
-    assert 0 < metrics[16]["reward/groups_with_spread/fraction"] <= 1  # GRPO had a signal
+    assert 0 < metrics[steps]["reward/groups_with_spread/fraction"] <= 1  # GRPO had a signal
 
 
 @pytest.mark.learning

@@ -1,7 +1,8 @@
 """The learning check's verdict: did a GRPO run make the policy better? Reads veRL's metrics file.
 
     python -m cobalt.train.learning_check runs/learning_check/<id>/metrics.jsonl
-           [--window 4] [--margin 0.1] [--val-margin 0.1] [--reward-key critic/score/mean]
+           [--rollouts runs/learning_check/<id>/rollouts] [--window 4] [--margin 0.03]
+           [--val-margin 0.1] [--reward-key critic/score/mean]
 
 ``scripts/learning_check.sh`` trains (``configs/train/learning_check.yaml``) and then runs this.
 The metrics file is what veRL's ``file`` logger writes (``trainer.logger`` with ``file``,
@@ -10,9 +11,14 @@ validation before training is logged at step 0, and lines of the same step are m
 
 The run learned when, on one seeded run:
 
-* the mean per-step training reward (``critic/score/mean``: the mean COBALT reward of the step's
-  responses) over the last ``window`` steps exceeds the mean over the first ``window`` steps by at
-  least ``margin`` -- window means, not one step, so one lucky batch cannot pass the check; and
+* the training reward over the last ``window`` steps exceeds that over the first ``window`` steps
+  by at least ``margin`` -- window means, not one step, so one lucky batch cannot pass the check.
+  With ``--rollouts`` (veRL's ``trainer.rollout_data_dir`` dump, one ``<step>.jsonl`` per step)
+  the comparison is paired by prompt: each prompt's mean reward in the last window minus its mean
+  in the first, averaged over the prompts seen in both, so the luck of which prompts the data
+  order puts in each window cancels (with seed 1 the first batch holds the hardest prompts, which
+  made a run without learning gain +0.105 unpaired). Without it, the window means of the per-step
+  metric (``critic/score/mean``); and
 * the sampled reward on the validation prompts (``val-core/<source>/acc/mean@<n>``, averaged
   over data sources) at the last validation exceeds the first (step 0, before any update) by at
   least ``val_margin``. The learning check validates on its *training* prompts at temperature 0.6
@@ -42,11 +48,11 @@ VAL_NAME = "reward on the training prompts at temperature 0.6"
 
 @dataclasses.dataclass(frozen=True)
 class Criteria:
-    # Margins: about 1.5 sd of the measured run-to-run noise above zero (per-step reward means
-    # scatter around their trend, the step-0 validation of one policy varies from run to run), and
-    # less than half of the gains of the learning runs; the runs: docs/benchmarks.md.
+    # Margins: between the gains of runs that cannot learn (lr = 0) and of runs that do, five seeds
+    # each of the 8-step check (bench/calibrate_learning_check.py; the runs and the false-pass and
+    # false-fail rates they give: docs/benchmarks.md, "The learning check").
     window: int = 4  # steps averaged at each end
-    margin: float = 0.10  # last-window mean reward minus first-window mean, at least
+    margin: float = 0.03  # last-window mean reward minus first-window mean (paired by prompt), at least
     val_margin: float = 0.10  # last validation score minus the first, at least
     reward_key: str = REWARD_KEY
     val_key: str = VAL_KEY  # a regular expression; matching keys of one step are averaged
@@ -59,6 +65,7 @@ class Verdict:
     first_mean: float
     last_mean: float
     gain: float
+    paired_prompts: int  # prompts behind a paired gain (0: unpaired window means of the metric)
     validation: dict[int, float]  # step -> validation score
     val_gain: float
     criteria: Criteria
@@ -90,6 +97,58 @@ def read_metrics(path: str | Path) -> dict[int, dict]:
     return steps
 
 
+def read_rollouts(directory: str | Path) -> dict[int, list[tuple[str, float]]]:
+    """``{step: [(prompt, reward), ...]}`` from veRL's rollout dump (``trainer.rollout_data_dir``):
+    one ``<step>.jsonl`` per training step, a line per response with its ``input`` and ``score``."""
+    directory = Path(directory)
+    files = sorted(directory.glob("*.jsonl")) if directory.is_dir() else []
+    steps = {int(f.stem): f for f in files if f.stem.isdigit()}
+    if not steps:
+        raise Unjudgeable(f"{directory}: no rollout dump (<step>.jsonl; was trainer.rollout_data_dir set?)")
+    rollouts = {}
+    for step, path in sorted(steps.items()):
+        rows = []
+        for number, line in enumerate(path.read_text().splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+                prompt, score = str(row["input"]), _number(row["score"])
+            except (ValueError, KeyError, TypeError) as error:
+                raise Unjudgeable(
+                    f"{path}:{number}: not a rollout line with input and score ({error!r})"
+                ) from None
+            if score is None:
+                raise Unjudgeable(f"{path}:{number}: field score is {row['score']!r}, not a number")
+            rows.append((prompt, score))
+        rollouts[step] = rows
+    return rollouts
+
+
+def paired_gain(rollouts: dict[int, list[tuple[str, float]]], window: int) -> tuple[float, float, float, int]:
+    """Per prompt, the mean reward over the last ``window`` steps minus that over the first; the
+    mean of those differences over the prompts seen in both windows. Returns (first, last, gain,
+    prompts), first and last being the two windows' means over the same prompts."""
+    steps = sorted(rollouts)
+
+    def per_prompt(window_steps) -> dict[str, float]:
+        scores: dict[str, list[float]] = {}
+        for step in window_steps:
+            for prompt, score in rollouts[step]:
+                scores.setdefault(prompt, []).append(score)
+        return {prompt: sum(values) / len(values) for prompt, values in scores.items()}
+
+    first, last = per_prompt(steps[:window]), per_prompt(steps[-window:])
+    both = sorted(first.keys() & last.keys())
+    if not both:
+        raise Unjudgeable(
+            f"no prompt appears both in the first {window} and the last {window} steps' rollouts"
+        )
+    first_mean = sum(first[p] for p in both) / len(both)
+    last_mean = sum(last[p] for p in both) / len(both)
+    return first_mean, last_mean, last_mean - first_mean, len(both)
+
+
 def _number(value) -> float | None:
     try:
         number = float(value)
@@ -115,8 +174,13 @@ def validation_series(metrics: dict[int, dict], pattern: str) -> dict[int, float
     return out
 
 
-def judge(metrics: dict[int, dict], criteria: Criteria = Criteria()) -> Verdict:
-    """The verdict on a run's metrics (see the module doc); Unjudgeable when it cannot tell."""
+def judge(
+    metrics: dict[int, dict],
+    criteria: Criteria = Criteria(),
+    rollouts: dict[int, list[tuple[str, float]]] | None = None,
+) -> Verdict:
+    """The verdict on a run's metrics (see the module doc), the reward gain paired by prompt when
+    the run's ``rollouts`` (``read_rollouts``) are given; Unjudgeable when it cannot tell."""
     rewards = {step: value for step, value in series(metrics, criteria.reward_key).items() if step > 0}
     if criteria.window < 1:
         raise Unjudgeable(f"window must be at least 1, got {criteria.window}")
@@ -125,9 +189,18 @@ def judge(metrics: dict[int, dict], criteria: Criteria = Criteria()) -> Verdict:
             f"{len(rewards)} training steps with {criteria.reward_key}; the check compares the first "
             f"{criteria.window} with the last {criteria.window}, so it needs at least {2 * criteria.window}"
         )
-    values = list(rewards.values())
-    first_mean = sum(values[: criteria.window]) / criteria.window
-    last_mean = sum(values[-criteria.window :]) / criteria.window
+    if rollouts is None:
+        values = list(rewards.values())
+        first_mean = sum(values[: criteria.window]) / criteria.window
+        last_mean = sum(values[-criteria.window :]) / criteria.window
+        gain, paired_prompts = last_mean - first_mean, 0
+    elif len(rollouts) < 2 * criteria.window:
+        raise Unjudgeable(
+            f"rollouts of {len(rollouts)} steps; a paired comparison of the first {criteria.window} "
+            f"with the last {criteria.window} needs at least {2 * criteria.window}"
+        )
+    else:
+        first_mean, last_mean, gain, paired_prompts = paired_gain(rollouts, criteria.window)
     validation = validation_series(metrics, criteria.val_key)
     if len(validation) < 2:
         raise Unjudgeable(
@@ -136,12 +209,11 @@ def judge(metrics: dict[int, dict], criteria: Criteria = Criteria()) -> Verdict:
         )
     val_steps = sorted(validation)
     val_gain = validation[val_steps[-1]] - validation[val_steps[0]]
-    gain = last_mean - first_mean
     reasons = []
     if not gain >= criteria.margin:
         reasons.append(
             f"reward gain {gain:+.3f} (last {criteria.window} steps {last_mean:.3f} - first "
-            f"{criteria.window} {first_mean:.3f}) is below the margin {criteria.margin}"
+            f"{criteria.window} {first_mean:.3f}{_paired(paired_prompts)}) is below the margin {criteria.margin}"
         )
     if not val_gain >= criteria.val_margin:
         reasons.append(
@@ -154,6 +226,7 @@ def judge(metrics: dict[int, dict], criteria: Criteria = Criteria()) -> Verdict:
         first_mean=first_mean,
         last_mean=last_mean,
         gain=gain,
+        paired_prompts=paired_prompts,
         validation=validation,
         val_gain=val_gain,
         criteria=criteria,
@@ -161,13 +234,17 @@ def judge(metrics: dict[int, dict], criteria: Criteria = Criteria()) -> Verdict:
     )
 
 
+def _paired(prompts: int) -> str:
+    return f", paired over {prompts} prompts" if prompts else ""
+
+
 def report(verdict: Verdict) -> str:
     c = verdict.criteria
     lines = [f"reward per step ({c.reward_key}):"]
     lines += [f"  step {step:3d}  {value:+.4f}" for step, value in verdict.rewards.items()]
     lines.append(
-        f"first {c.window} steps {verdict.first_mean:+.4f}, last {c.window} steps {verdict.last_mean:+.4f}: "
-        f"gain {verdict.gain:+.4f} (margin {c.margin})"
+        f"first {c.window} steps {verdict.first_mean:+.4f}, last {c.window} steps {verdict.last_mean:+.4f}"
+        f"{_paired(verdict.paired_prompts)}: gain {verdict.gain:+.4f} (margin {c.margin})"
     )
     val = ", ".join(f"step {step} {value:.4f}" for step, value in verdict.validation.items())
     lines.append(
@@ -189,6 +266,11 @@ def main(argv=None) -> int:
         "and the validation reward (in the learning check: on its training prompts) rose; 1 when not; 2 when the file cannot be judged."
     )
     parser.add_argument("metrics", help="veRL's file-logger JSONL (VERL_FILE_LOGGER_PATH)")
+    parser.add_argument(
+        "--rollouts",
+        metavar="DIR",
+        help="veRL's rollout dump (trainer.rollout_data_dir): the reward gain is then paired by prompt",
+    )
     parser.add_argument("--window", type=int, default=defaults.window, help="steps averaged at each end")
     parser.add_argument("--margin", type=float, default=defaults.margin, help="required reward gain")
     parser.add_argument(
@@ -203,7 +285,8 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     criteria = Criteria(args.window, args.margin, args.val_margin, args.reward_key, args.val_key)
     try:
-        verdict = judge(read_metrics(args.metrics), criteria)
+        rollouts = read_rollouts(args.rollouts) if args.rollouts else None
+        verdict = judge(read_metrics(args.metrics), criteria, rollouts)
     except Unjudgeable as error:
         print(f"learning check: cannot judge: {error}", file=sys.stderr)
         return 2
