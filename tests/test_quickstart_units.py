@@ -364,7 +364,7 @@ def test_the_generalize_profile_builds_its_splits_offline_trajectories_and_greed
 
     chains = evaluation_chains(run, "base", heldout, None, families)
     assert sorted(chains) == ["eval_base", "eval_base_families"]
-    assert all(c.samples == 1 and c.temperature == 0 and c.turns == 2 for c in chains.values())
+    assert all(c.samples == 1 and c.temperature == 0 and c.turns == 1 for c in chains.values())
     run.address = "127.0.0.1:1"
     args = [str(a) for a in run.inference_args(chains["eval_base"].temperature)]
     assert args[args.index("--temperature") + 1] == "0"
@@ -379,7 +379,7 @@ def test_a_preregistered_test_of_something_the_run_never_evaluates_fails_before_
     from cobalt.quickstart import main
 
     assert main(["--profile", "generalize", "--dry-run"]) == 0
-    with pytest.raises(SystemExit, match=r"preregistration\.turn: 5; expected last or 0\.\.2"):
+    with pytest.raises(SystemExit, match=r"preregistration\.turn: 5; expected last or 0\.\.1"):
         main(["--profile", str(write_profile(tmp_path, {"preregistration": {"turn": 5}})), "--dry-run"])
     with pytest.raises(
         SystemExit, match=r"preregistration\.primary: 'training_problems'; this run evaluates"
