@@ -235,7 +235,7 @@ def warm_up_problems(run: Run, train: Path) -> Path:
     n = run.cfg.warmup.get("problems")
     if not n:
         return train
-    subset = run.path("data/warm_up_problems.jsonl")
+    subset = run.path("data/warm_up_subset.jsonl")  # (warm_up_problems.jsonl: LiveCodeBench's stand-ins)
 
     def write():
         write_jsonl(subset, load_jsonl(train)[:n], overwrite=True)
