@@ -269,10 +269,6 @@ def offline_trajectories(run: Run, train: Path) -> Path | None:
     options = run.cfg.offline_trajectories
     if not options:
         return None
-    if run.cfg.problems != "procedural":
-        raise ValueError(
-            "offline_trajectories needs problems: procedural (mutants of their reference solutions)"
-        )
     out = run.root / "trajectories_offline/eval.jsonl"
     flags = [x for key, value in options.items() for x in (f"--{key}", value)]
     cmd = [sys.executable, "-m", "cobalt.data.procedural.offline", "--problems", train, "--out", out, *flags]
@@ -465,9 +461,7 @@ def main(argv=None) -> int:
         if getattr(args, k) is not None
     }
     cfg = dataclasses.replace(cfg, **overrides)
-    check_preregistration(
-        cfg, args.profile if args.profile.endswith(".yaml") else f"configs/{args.profile}.yaml"
-    )
+    check_settings(cfg, args.profile if args.profile.endswith(".yaml") else f"configs/{args.profile}.yaml")
     if args.dry_run:
         print(json.dumps({"profile": args.profile, **dry_run_plan(cfg)}, indent=1))
         return 0
@@ -477,8 +471,16 @@ def main(argv=None) -> int:
     return run_to_report(run, run_pipeline)
 
 
-def check_preregistration(cfg: QuickstartConfig, source: str) -> None:
-    """Fail before any stage when the pre-registered test names something the run won't evaluate."""
+def check_settings(cfg: QuickstartConfig, source: str) -> None:
+    """Fail before any stage on settings that would fail a stage later: no trajectories at all,
+    offline trajectories without the procedural problems they mutate, a pre-registered test of
+    something the run won't evaluate."""
+    if not cfg.train_samples and not cfg.offline_trajectories:
+        raise SystemExit(
+            f"{source}: train_samples is 0 and there are no offline_trajectories: no training data"
+        )
+    if cfg.offline_trajectories and cfg.problems != "procedural":
+        raise SystemExit(f"{source}: offline_trajectories needs problems: procedural, not {cfg.problems!r}")
     prereg = cfg.preregistration
     if not prereg:
         return

@@ -375,7 +375,7 @@ def test_the_generalize_profile_builds_its_splits_offline_trajectories_and_greed
     assert split_problems(tuning)[1] == tmp_path / "run/data/procedural/dev.jsonl"
 
 
-def test_a_preregistered_test_of_something_the_run_never_evaluates_fails_before_any_stage(tmp_path):
+def test_settings_that_would_fail_a_later_stage_fail_before_any_stage(tmp_path):
     from cobalt.quickstart import main
 
     assert main(["--profile", "generalize", "--dry-run"]) == 0
@@ -386,6 +386,10 @@ def test_a_preregistered_test_of_something_the_run_never_evaluates_fails_before_
     ):
         main(["--profile", str(write_profile(tmp_path, {"preregistration": {"primary": "training_problems"}})),
               "--dry-run"])  # fmt: skip
+    with pytest.raises(SystemExit, match="offline_trajectories needs problems: procedural, not 'embedded'"):
+        main(["--profile", str(write_profile(tmp_path, {"problems": "embedded"})), "--dry-run"])
+    with pytest.raises(SystemExit, match="train_samples is 0 and there are no offline_trajectories"):
+        main(["--profile", str(write_profile(tmp_path, {"offline_trajectories": None})), "--dry-run"])
 
 
 def write_profile(tmp_path, settings: dict):
