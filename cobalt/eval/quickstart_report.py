@@ -19,7 +19,7 @@ from cobalt.eval import training_curves
 from cobalt.eval.comparison import compare, plot_comparison
 from cobalt.eval.repair import compare_repair, repair_section
 from cobalt.eval.report import markdown_table, summarize
-from cobalt.eval.significance import PairedDifference, describe
+from cobalt.eval.significance import PairedDifference, describe, outcome
 from cobalt.jsonl import load_jsonl
 
 METRICS_FILE = "grpo_metrics.jsonl"  # veRL's file logger, pointed into the run directory
@@ -157,9 +157,13 @@ def preregistered_outcome(prereg: dict, evaluated: dict) -> dict:
     turn = prereg.get("turn", "last")
     index = len(differences) - 1 if turn == "last" else int(turn)
     d = PairedDifference(**differences[index])
-    improved = d.p_value < alpha and d.mean > 0
-    return {"problem_set": evaluated[key]["comparison"]["problem_set"], "turn": index, "alpha": alpha, "difference": dataclasses.asdict(d),
-            "improved": improved}  # fmt: skip
+    return {
+        "problem_set": evaluated[key]["comparison"]["problem_set"],
+        "turn": index,
+        "alpha": alpha,
+        "difference": dataclasses.asdict(d),
+        "improved": outcome(d, alpha) == "improved",
+    }
 
 
 def jsonable(comparison: dict) -> dict:
@@ -195,9 +199,9 @@ def preregistered_section(report: dict) -> list[str]:
     """The pre-registered settings as the profile fixed them, and the outcome of its test."""
     if "preregistered" not in report:
         return []
-    prereg, outcome = report["config"]["preregistration"], report["preregistered"]
-    d = PairedDifference(**outcome["difference"])
-    shown = "shown" if outcome["improved"] else "not shown"
+    prereg, result = report["config"]["preregistration"], report["preregistered"]
+    d = PairedDifference(**result["difference"])
+    shown = "shown" if result["improved"] else "not shown"
     return [
         "## Pre-registered test",
         "",
@@ -205,8 +209,8 @@ def preregistered_section(report: dict) -> list[str]:
         "",
         *[f"- {key.replace('_', ' ')}: {value}" for key, value in prereg.items()],
         "",
-        f"**Outcome.** Trained − base Pass@1 on {outcome['problem_set']} problems at "
-        f"turn {outcome['turn']}: {describe(d)}. An improvement at α = {outcome['alpha']:g} is **{shown}**.",
+        f"**Outcome.** Trained − base Pass@1 on {result['problem_set']} problems at "
+        f"turn {result['turn']}: {describe(d)}. An improvement at α = {result['alpha']:g} is **{shown}**.",
         "",
     ]
 
