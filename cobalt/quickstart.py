@@ -137,9 +137,11 @@ def procedural_problems(run: Run) -> dict[str, Path]:
     command (``cobalt.data.procedural``): train, dev and held-out instances of the training
     families (disjoint by seed, statement and tests) and instances of the held-out families."""
     files, p = procedural_files(run), run.cfg.procedural
+    # --overwrite: the run's own files; a build interrupted between two files is redone whole
     cmd = [sys.executable, "-m", "cobalt.data.procedural", "--out", run.root / PROCEDURAL_DIR,
            "--train", run.cfg.train_problems, "--dev", p.get("dev", 0), "--heldout", run.cfg.heldout_problems,
-           "--heldout_families", p.get("heldout_families", 0), "--seed", p.get("seed", 0)]  # fmt: skip
+           "--heldout_families", p.get("heldout_families", 0), "--seed", p.get("seed", 0),
+           "--overwrite"]  # fmt: skip
     run.stage(
         "procedural problems",
         lambda: all(f.exists() for f in files.values()),
