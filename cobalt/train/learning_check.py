@@ -40,6 +40,9 @@ import re
 import sys
 from pathlib import Path
 
+from cobalt.errors import DataError
+from cobalt.jsonl import read_numbered_jsonl
+
 REWARD_KEY = "critic/score/mean"
 VAL_KEY = r"^val-core/.+/acc/mean@\d+$"
 # what the second criterion measures in the learning check (its validation files are its training files)
@@ -108,19 +111,15 @@ def read_rollouts(directory: str | Path) -> dict[int, list[tuple[str, float]]]:
     rollouts = {}
     for step, path in sorted(steps.items()):
         rows = []
-        for number, line in enumerate(path.read_text().splitlines(), 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-                prompt, score = str(row["input"]), _number(row["score"])
-            except (ValueError, KeyError, TypeError) as error:
-                raise Unjudgeable(
-                    f"{path}:{number}: not a rollout line with input and score ({error!r})"
-                ) from None
-            if score is None:
-                raise Unjudgeable(f"{path}:{number}: field score is {row['score']!r}, not a number")
-            rows.append((prompt, score))
+        try:
+            for number, row in read_numbered_jsonl(path, required=("input", "score")):
+                score = _number(row["score"])
+                if score is None:
+                    raise Unjudgeable(f"{path}:{number}: field score is {row['score']!r}, not a number")
+                rows.append((str(row["input"]), score))
+        except DataError as error:
+            where = f"{error.path}:{error.line}"
+            raise Unjudgeable(f"{where}: not a rollout line with input and score ({error.problem})") from None
         rollouts[step] = rows
     return rollouts
 
