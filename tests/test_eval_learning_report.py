@@ -269,3 +269,39 @@ def test_a_preregistered_test_and_the_held_out_families_are_reported_with_a_comp
     wrong = dataclasses.replace(run, config={**run.config, "preregistration": {**prereg, "primary": "dev"}})
     with pytest.raises(ValueError, match=r"preregistration\.primary: 'dev' was not evaluated"):
         write_report(wrong)
+
+
+def test_procedural_problems_are_reported_per_family_and_a_dev_run_says_dev(tmp_path):
+    """Each family's mean Pass@1 at turn 0 and the last turn, base and trained, with the families
+    the base model solves entirely or not at all marked; a tuning run (``procedural.evaluate:
+    dev``) calls its evaluated set dev, not held-out."""
+    run = quickstart_run_dir(tmp_path)
+    base = {
+        "fam-add_two-000001": [[1.0, 0.0]],
+        "fam-add_two-000002": [[0.0, 0.0]],
+        "fam-list_max-000003": [[1.0, 1.0]],
+    }
+    trained = {
+        "fam-add_two-000001": [[1.0, 1.0]],
+        "fam-add_two-000002": [[1.0, 1.0]],
+        "fam-list_max-000003": [[0.0, 1.0]],
+    }
+    run.files["base_eval"] = evaluated_file(tmp_path / "b.jsonl", base)
+    run.files["trained_eval"] = evaluated_file(tmp_path / "t.jsonl", trained)
+    md = write_report(run).read_text()
+    families = json.loads((tmp_path / "report/report.json").read_text())["heldout"]["per_family"]
+    assert families == [
+        {"family": "add_two", "problems": 2, "base": [50.0, 0.0], "trained": [100.0, 100.0]},
+        {"family": "list_max", "problems": 1, "base": [100.0, 100.0], "trained": [0.0, 100.0]},
+    ]
+    assert "## Pass@1 per family on held-out problems (hidden tests, %)" in md
+    assert (
+        "| add_two | 2 | 50 | 0 | 100 | 100 |" in md and "| list_max (all) | 1 | 100 | 100 | 0 | 100 |" in md
+    )
+    dev = dataclasses.replace(run, config={**run.config, "procedural": {"evaluate": "dev"}})
+    md = write_report(dev).read_text()
+    assert "## Pass@1 per turn on dev problems (hidden tests)" in md and "Dev problems (" in md
+    assert "held-out problems" not in md.lower()
+    # problems that are not procedural ones get no family section
+    plain = quickstart_run_dir(tmp_path / "plain")
+    assert "per family" not in write_report(plain).read_text()

@@ -15,8 +15,9 @@ import dataclasses
 import json
 from pathlib import Path
 
+from cobalt.data.procedural.generate import parse_id
 from cobalt.eval import training_curves
-from cobalt.eval.comparison import compare, plot_comparison
+from cobalt.eval.comparison import column, compare, paired_rows, pass_at_1_by_problem, plot_comparison
 from cobalt.eval.repair import compare_repair, repair_section
 from cobalt.eval.report import markdown_table, summarize
 from cobalt.eval.significance import PairedDifference, describe, outcome
@@ -106,21 +107,49 @@ EVALUATIONS = {  # report.json's key: (base file, trained file, problem set, fig
 
 def evaluations(run: RunRecord) -> dict:
     """Base vs trained on each problem set the run evaluated (training problems only when the
-    profile asked for them), each with its figure drawn into ``report/``."""
+    profile asked for them), each with its figure drawn into ``report/``; procedural problems also
+    per family."""
     out = {}
     for key, (base, trained, problem_set, figure) in EVALUATIONS.items():
         if base not in run.files:
             continue
+        if key == "heldout" and (run.config.get("procedural") or {}).get("evaluate") == "dev":
+            problem_set = "dev"  # a tuning run evaluates the dev split in the held-out set's place
         base_file, trained_file = run.files[base], run.files[trained]
         comparison = compare(base_file, trained_file, seed=run.config.get("seed", 0), problem_set=problem_set)
         plot_comparison(comparison, run.root / "report" / figure)
+        families = per_family(base_file, trained_file)
         out[key] = {
             "figure": figure,
             "pass_at_1": {"base": summarize(str(base_file)), "trained": summarize(str(trained_file))},
             "comparison": jsonable(comparison),
             "repair": compare_repair(base_file, trained_file, seed=run.config.get("seed", 0)),
+            **({"per_family": families} if families else {}),
         }
     return out
+
+
+def per_family(base_file: Path, trained_file: Path) -> list[dict] | None:
+    """Mean Pass@1 (%) per turn of each procedural family, base and trained, over the problems
+    both evaluated; None when a problem id is not a procedural one (``fam-<family>-<seed>``)."""
+    ids, base, trained = paired_rows(pass_at_1_by_problem(base_file), pass_at_1_by_problem(trained_file))
+    try:
+        families = [parse_id(str(i))[0] for i in ids]
+    except ValueError:
+        return None
+    rows = {}
+    for family, b, t in zip(families, base, trained):
+        rows.setdefault(family, ([], []))
+        rows[family][0].append(b)
+        rows[family][1].append(t)
+
+    def mean_per_turn(grid: list[list[float]]) -> list[float]:
+        return [round(sum(column(grid, turn)) / len(grid), 2) for turn in range(len(grid[0]))]
+
+    return [
+        {"family": f, "problems": len(b), "base": mean_per_turn(b), "trained": mean_per_turn(t)}
+        for f, (b, t) in sorted(rows.items())
+    ]
 
 
 def build(run: RunRecord) -> dict:
@@ -181,8 +210,9 @@ def write_report(run: RunRecord) -> Path:
     passes = [pass_at_1_section(report[key]) for key in EVALUATIONS if key in report]
     repairs = [repair_section(report[k]["repair"], report[k]["comparison"]["problem_set"]) for k in EVALUATIONS
                if k in report]  # fmt: skip
-    sections = (header(run, report, warm), preregistered_section(report), *passes, *repairs, training(report),
-                counts_table(report), times_table(report), commands(report))  # fmt: skip
+    families = [family_section(report[k]) for k in EVALUATIONS if "per_family" in report.get(k, {})]
+    sections = (header(run, report, warm), preregistered_section(report), *passes, *repairs, *families,
+                training(report), counts_table(report), times_table(report), commands(report))  # fmt: skip
     path = run.root / "report/report.md"
     path.write_text("\n".join(line for section in sections for line in section))
     return path
@@ -217,13 +247,15 @@ def preregistered_section(report: dict) -> list[str]:
 
 def header(run: RunRecord, report: dict, warm: dict) -> list[str]:
     c = report["counts"]
+    evaluated = report["heldout"]["comparison"]["problem_set"] if "heldout" in report else "held-out"
     return [
         f"# COBALT quickstart — {run.root.name}",
         "",
         f"Profile `{run.profile}`; base model `{run.config['model']}` after an SFT warm-up on the "
         f"{c['train_problems']} training problems' reference solutions ({warm['steps']} step(s), loss "
         f"{warm['first_loss']} → {warm['last_loss']}). The warm-up is part of the base model: both curves "
-        f"start from it. Held-out problems ({c['heldout_problems']}) were never used for warm-up or training.",
+        f"start from it. {evaluated.capitalize()} problems ({c['heldout_problems']}) were never used for warm-up or "
+        "training.",
         "",
         *[
             f"**{title}** {report[key]['comparison']['verdict']}\n"
@@ -249,6 +281,28 @@ def pass_at_1_section(evaluation: dict) -> list[str]:
         "| turn | trained − base (points, 95% CI, p) |",
         "|---|---|",
         *[f"| {t} | {describe(PairedDifference(**d))} |" for t, d in enumerate(diffs)],
+        "",
+    ]
+
+
+def family_section(evaluation: dict) -> list[str]:
+    """Pass@1 per procedural family at the first and the last turn; a family whose base model
+    solves all or none of its problems at turn 0 is marked: its GRPO groups rarely differ in reward."""
+    rows = evaluation["per_family"]
+    last = len(rows[0]["base"]) - 1
+    lines = []
+    for r in rows:
+        mark = " (all)" if r["base"][0] == 100 else " (none)" if r["base"][0] == 0 else ""
+        lines.append(f"| {r['family']}{mark} | {r['problems']} | {r['base'][0]:.0f} | {r['base'][last]:.0f} "
+                     f"| {r['trained'][0]:.0f} | {r['trained'][last]:.0f} |")  # fmt: skip
+    return [
+        f"## Pass@1 per family on {evaluation['comparison']['problem_set']} problems (hidden tests, %)",
+        "",
+        f"| family | problems | base turn 0 | base turn {last} | trained turn 0 | trained turn {last} |",
+        "|---|---:|---:|---:|---:|---:|",
+        *lines,
+        "",
+        "(all) / (none): the base model solves every / no problem of the family at turn 0.",
         "",
     ]
 
