@@ -11,6 +11,7 @@ and the run's stage record; nothing here runs a stage.
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import json
 from pathlib import Path
@@ -137,9 +138,8 @@ def per_family(base_file: Path, trained_file: Path) -> list[dict] | None:
         families = [parse_id(str(i))[0] for i in ids]
     except ValueError:
         return None
-    rows = {}
+    rows = collections.defaultdict(lambda: ([], []))  # family: (base rows, trained rows)
     for family, b, t in zip(families, base, trained):
-        rows.setdefault(family, ([], []))
         rows[family][0].append(b)
         rows[family][1].append(t)
 
