@@ -20,7 +20,7 @@ from proc_helpers import wait_until
 from sandbox_fixtures import backend_config, processes_of
 
 from cobalt.sandbox import evaluate
-from cobalt.sandbox.runner import get_backend, sweep_stale_slots
+from cobalt.sandbox.runner import WARM_POOL, get_backend, sweep_stale_slots
 
 ROOT = Path(__file__).resolve().parents[1]
 AS_ROOT = os.geteuid() == 0
@@ -90,6 +90,7 @@ def test_the_sweep_ends_what_free_slots_uids_still_run(cfg):
     )
     try:
         assert wait_until(lambda: processes_of({uid}), 10)
+        WARM_POOL.close_all()  # this process's own warm sandboxes hold their slots
         sweep_stale_slots(cfg)
         assert wait_until(lambda: stale.poll() is not None, 3), "a stale sandbox process survived the sweep"
     finally:

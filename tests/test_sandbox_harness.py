@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import marshal
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 from cobalt.sandbox.config import SandboxConfig
-from cobalt.sandbox.runner import HARNESS_SOURCE, _parse_results
+from cobalt.sandbox.runner import HARNESS_SOURCE, _parse_results, request_frame
 
 
 def test_harness_run_by_hand_leaves_other_processes_alone(tmp_path):
@@ -40,7 +39,7 @@ def _run_harness(code, inputs, limits, cwd):
     request = {"code": code, "inputs": inputs, "limits": limits, "landlock": None}
     done = subprocess.run(
         ["/usr/bin/python3", "-S", "-c", HARNESS_SOURCE],
-        input=marshal.dumps(request),
+        input=request_frame(request),
         capture_output=True,
         cwd=cwd,
         timeout=60,

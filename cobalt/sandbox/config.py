@@ -22,6 +22,8 @@ class SandboxConfig:
     request_memory_mb: int | None = None  # all processes of a request; None: memory_mb x test_concurrency
     request_cpu_s: float | None = None  # all processes of a request; None: see request_cpu_seconds
     cgroups: str = "auto"  # auto: a cgroup per slot where the host allows it (the kernel counts) | off
+    warm: bool = True  # keep each slot's sandbox between requests (bwrap with its own tmpfs)
+    warm_idle_s: float = 30.0  # a warm sandbox unused this long gives its slot back
     max_file_mb: int = 16
     max_scratch_mb: int = 64  # all files of one request's programs together
     max_scratch_files: int = 4096  # files and directories of one request's programs together
@@ -65,6 +67,7 @@ class SandboxConfig:
             "max_scratch_mb",
             "max_scratch_files",
             "slots",
+            "warm_idle_s",
         ):
             if getattr(self, name) <= 0:
                 raise ValueError(f"sandbox.{name} must be positive")
@@ -86,11 +89,13 @@ class SandboxConfig:
         scratch_mounts: tuple[str, ...] = (),
         tests: int = 1,
         own_user_namespace: bool = False,
+        warm: bool = False,
     ) -> dict:
         """The limits the in-sandbox harness applies (see harness.py). ``scratch_mounts``: the
         filesystems of their own (bwrap's sized tmpfs) that hold every file a program may write;
         empty when the scratch space is a host directory. ``own_user_namespace``: the sandbox runs
-        in a user namespace of its own where the kernel counts processes apart (Linux 5.14)."""
+        in a user namespace of its own where the kernel counts processes apart (Linux 5.14).
+        ``warm``: the request runs in a process forked by a warm sandbox's init (runner.py)."""
         return {
             "cpu_seconds": self.test_timeout_s,
             "wall_seconds": max(self.wall_timeout_s, self.test_timeout_s),
@@ -107,6 +112,7 @@ class SandboxConfig:
             # uid of our own, or in a user namespace of our own.
             "max_processes": self.max_processes if dedicated_uid or own_user_namespace else 0,
             "dedicated_uid": dedicated_uid,
+            "warm": warm,
             "concurrency": self.test_concurrency,
             "stdin_file": self.stdin == "file",
             "site_builtins": self.site == "on",

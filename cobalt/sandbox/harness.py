@@ -182,10 +182,28 @@ def apply_landlock(spec):
     os.close(ruleset)
 
 
+def scope_signals():
+    """In a warm sandbox, where the request process is not the init of a PID namespace (immune to
+    signals from inside) as a cold sandbox's harness is: a Landlock domain of the test's own that
+    only scopes signals and abstract sockets, so the program cannot kill the process that reports
+    its verdict, nor other tests (Landlock ABI 6, Linux 6.12; on an older kernel the program could
+    end its own request, nothing else)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    if libc.syscall(SYS_LANDLOCK_CREATE_RULESET, None, 0, 1) < 6:
+        return
+    attr = _RulesetAttr(0, 0, SCOPE_ALL)
+    ruleset = libc.syscall(SYS_LANDLOCK_CREATE_RULESET, ctypes.byref(attr), ctypes.sizeof(attr), 0)
+    if ruleset < 0 or libc.syscall(SYS_LANDLOCK_RESTRICT_SELF, ruleset, 0) < 0:
+        raise OSError(ctypes.get_errno(), "cannot scope the test's signals")
+    os.close(ruleset)
+
+
 # --- seccomp: system calls no program needs (both backends) -----------------------------------
 
 # Kernel interfaces with a long record of privilege escalations, shared state outside the sandbox's
-# namespaces (System V IPC, keyrings: the landlock backend has no IPC namespace) or the network
+# namespaces (System V IPC, keyrings: the landlock backend has no IPC namespace; POSIX message
+# queues, which outlive their processes in a warm sandbox's IPC namespace) or the network
 # (socket(): the landlock backend has no network namespace; socketpair() stays, asyncio needs it).
 # They fail with EPERM. Numbers per architecture: {name: (x86_64, aarch64)}.
 DENIED_SYSCALLS = {
@@ -196,6 +214,10 @@ DENIED_SYSCALLS = {
     "semget": (64, 190), "semop": (65, 193), "semctl": (66, 191), "semtimedop": (220, 192),
     "msgget": (68, 186), "msgsnd": (69, 189), "msgrcv": (70, 188), "msgctl": (71, 187),
     "socket": (41, 198),
+    # POSIX message queues outlive their processes in the IPC namespace (a warm sandbox's is shared
+    # by its requests, one after the other)
+    "mq_open": (240, 180), "mq_unlink": (241, 181), "mq_timedsend": (242, 182),
+    "mq_timedreceive": (243, 183), "mq_notify": (244, 184), "mq_getsetattr": (245, 185),
 }
 IOCTL = (16, 29)
 TIOCSTI = 0x5412  # push characters into a terminal's input: a way out through a shared tty
@@ -291,6 +313,8 @@ def run_child(program, fds, workdir, limits, stdio, parent, landlock):
         os.closerange(3, MAX_FDS)
         if landlock:  # the harness reads its children's /proc entries; the program reads none
             apply_landlock({**landlock, "read": [p for p in landlock["read"] if p != "/proc"]})
+        elif limits["warm"]:
+            scope_signals()
         os.environ["OMP_NUM_THREADS"] = "1"
         limit_program(limits)
         sys.stdin, sys.stdout, sys.stderr = sys.__stdin__, sys.__stdout__, sys.__stderr__ = stdio
@@ -722,7 +746,7 @@ class ProcessWatch:
     cgroup counter, where it has one, bounds those (runner.py)."""
 
     def __init__(self, limits):
-        self.whole_sandbox = os.getpid() == 1 or (limits["dedicated_uid"] and os.geteuid() != 0)
+        self.whole_sandbox = owns_whole_sandbox(limits)
         self.max_cpu = limits["request_cpu_seconds"]
         self.max_memory = limits["request_memory_bytes"]
         self.next_check = time.monotonic() + PROCESS_CHECK_SECONDS
@@ -733,7 +757,7 @@ class ProcessWatch:
         processes we watch (not the harness)."""
         me, uid, found = os.getpid(), os.getuid(), {}
         for name in os.listdir("/proc"):
-            if not name.isdigit() or int(name) == me:
+            if not name.isdigit() or int(name) in (me, 1):  # 1: a warm sandbox's init, or the host's
                 continue
             try:
                 if me != 1 and os.stat("/proc/" + name).st_uid != uid:
@@ -867,6 +891,13 @@ def watch_processes(processes, running, pending, loop, limits, emit, disk):
         stop_all(running, pending, loop, limits, emit, disk, request_status)
 
 
+def owns_whole_sandbox(limits):
+    """Whether every process we may signal is the request's: as init of a PID namespace (a cold
+    bwrap sandbox), as a warm sandbox's request process (its init ignores our signals), or as a
+    uid of our own that is not root (landlock)."""
+    return os.getpid() == 1 or limits.get("warm", False) or (limits["dedicated_uid"] and os.geteuid() != 0)
+
+
 def end_sandbox(limits):
     """Kill and reap every process left in the sandbox.
 
@@ -874,7 +905,7 @@ def end_sandbox(limits):
     sandbox: as the init of a PID namespace (bwrap), or as a uid of our own that is not root
     (landlock). Anywhere else (e.g. the harness run by hand) only our own children are reaped.
     """
-    if os.getpid() == 1 or (limits["dedicated_uid"] and os.geteuid() != 0):
+    if owns_whole_sandbox(limits):
         try:
             os.kill(-1, SIGKILL)
         except OSError:
@@ -909,7 +940,18 @@ def syntax_error_text(exc):
 
 
 def main():
-    request = marshal.loads(sys.stdin.buffer.read())
+    """Read the launcher's first line: ``warm`` (then serve requests until EOF) or the length of
+    the one request to run."""
+    stdin = sys.stdin.buffer
+    first = stdin.readline()
+    if first == b"warm\n":
+        serve(stdin)
+    else:
+        handle(marshal.loads(stdin.read(int(first))))
+
+
+def handle(request):
+    """One request: lock down, compile the program once, run every test, end what is left."""
     limits = request["limits"]
     if request["landlock"]:
         apply_landlock(request["landlock"])
@@ -939,6 +981,80 @@ def main():
         run_tests(program, request["inputs"], limits, emit, request["landlock"])
     finally:
         end_sandbox(limits)
+
+
+# --- warm mode: one sandbox serving request after request ----------------------------------------
+
+def serve(stdin):
+    """Stay the sandbox's init (bwrap, PID 1 of its namespace) and never run a program: fork a
+    fresh request process per request, which does what one cold sandbox does. When it ends, kill
+    every other process of the namespace (init's kill(-1) reaches them all; no signal from inside
+    reaches init), reap them, empty the scratch filesystems, and only then answer ``end <exit
+    status>``: nothing of one request is alive or on disk when the next one starts. Anything
+    unexpected ends this process, and the launcher then discards the sandbox."""
+    if os.getpid() != 1:  # kill(-1) below would reach every process of this uid on the machine
+        raise SystemExit("a warm sandbox must be the init of a PID namespace of its own")
+    ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0: no ptrace or /proc/1/fd from inside
+    out = sys.stdout.buffer
+    out.write(b"ready\n")
+    out.flush()
+    while True:
+        line = stdin.readline()
+        if not line:
+            return
+        request = marshal.loads(stdin.read(int(line)))
+        pid = os.fork()
+        if pid == 0:
+            run_request_process(request)
+        _, status = os.waitpid(pid, 0)
+        kill_all_others()
+        clear_scratch(request["limits"]["scratch_mounts"])
+        out.write(b"end %d\n" % os.waitstatus_to_exitcode(status))
+        out.flush()
+
+
+def run_request_process(request):
+    """The forked request process: everything of one request happens here. Never returns."""
+    status = 1
+    try:
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)  # the request stream is the init's alone
+        os.close(null)
+        handle(request)
+        status = 0
+    except BaseException:  # noqa: BLE001 - reported on stderr, as a cold harness's crash is
+        import traceback
+
+        traceback.print_exc()
+    finally:
+        sys.stderr.flush()
+        os._exit(status)
+
+
+def kill_all_others():
+    """As init: SIGKILL every other process of the namespace until none is left to reap."""
+    while True:
+        try:
+            os.kill(-1, SIGKILL)
+        except OSError:
+            pass
+        try:
+            os.waitpid(-1, 0)
+        except ChildProcessError:
+            return
+
+
+def clear_scratch(mounts):
+    """Empty every scratch filesystem (no process is left to race this); anything that stays
+    ends this sandbox."""
+    for top in mounts:
+        for entry in list_dir(top) or ():
+            if entry.is_dir(follow_symlinks=False):
+                remove_tree(entry.path)
+            else:
+                os.unlink(entry.path)
+        if list_dir(top):
+            raise OSError(f"{top} is not empty after the request")
 
 
 if __name__ == "__main__":

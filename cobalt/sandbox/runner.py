@@ -14,8 +14,12 @@ Two backends, chosen by ``sandbox.backend`` (``auto`` picks the first that works
   processes of the uid are killed afterwards. Needs root.
 
 In both, the harness installs a seccomp filter before anything runs (harness.py: ``socket()``,
-System V IPC, keyrings, io_uring, userfaultfd, bpf, perf_event_open and TIOCSTI are refused): what
-namespaces hide in one backend is refused outright in the other.
+System V IPC, POSIX message queues, keyrings, io_uring, userfaultfd, bpf, perf_event_open and
+TIOCSTI are refused): what namespaces hide in one backend is refused outright in the other.
+
+With bwrap, a slot's sandbox is kept warm between requests (``warm``, :class:`WarmSandbox`): its
+init forks a fresh request process per request and, after it, ends every other process of the
+namespace and empties the scratch tmpfs before it answers.
 
 Host scratch dirs live in ``<scratch_root>/cobalt-scratch-<euid>/slot-<k>/``; whoever holds slot
 ``k`` removes what an earlier holder left there (one killed mid-request), and each process, when it
@@ -28,13 +32,17 @@ There is no unsandboxed mode: if no backend works, :class:`SandboxUnavailable` i
 
 from __future__ import annotations
 
+import atexit
+import concurrent.futures
 import contextlib
 import fcntl
 import functools
 import logging
 import marshal
 import os
+import queue
 import random
+import selectors
 import shutil
 import signal
 import subprocess
@@ -117,18 +125,24 @@ def _try_slot(cfg: SandboxConfig, index: int) -> tuple[int, Slot] | None:
 @contextlib.contextmanager
 def acquire_slot(cfg: SandboxConfig, deadline: float):
     """Hold one of ``cfg.slots`` machine-wide slots until the block ends."""
+    fd, slot = take_slot(cfg, deadline)
+    try:
+        yield slot
+    finally:
+        os.close(fd)  # releases the lock
+
+
+def take_slot(cfg: SandboxConfig, deadline: float) -> tuple[int, Slot]:
+    """Lock a free slot, waiting until ``deadline``; closing the descriptor releases it. When
+    none is free, this process's idle warm sandboxes (of any config) give theirs back first."""
     delay = 0.002
     while True:
         for index in random.sample(range(cfg.slots), cfg.slots):
             held = _try_slot(cfg, index)
-            if held is None:
-                continue
-            fd, slot = held
-            try:
-                yield slot
-            finally:
-                os.close(fd)  # releases the lock
-            return
+            if held is not None:
+                return held
+        if delay == 0.002 and WARM_POOL.close_all():
+            continue
         if time.monotonic() + delay > deadline:
             raise RequestTimeout("no free sandbox slot")
         time.sleep(delay)
@@ -259,6 +273,9 @@ class BwrapBackend:
         # Every place a program may write: /tmp (its home and working directory) and /dev/shm,
         # sized tmpfs both, measured together by the harness; /dev itself is read-only.
         self.scratch_mounts = () if self.host_scratch else ("/tmp", "/dev/shm")
+        # Warm sandboxes need the PID namespace (its init ends every process of a request) and
+        # scratch space of their own (emptied between requests)
+        self.warm = not self.host_scratch
 
     def command(self, slot: Slot, scratch: str | None) -> list[str]:
         cmd = _sandbox_prefix(slot) + [
@@ -328,6 +345,7 @@ class LandlockBackend:
     own_user_namespace = False
     host_scratch = True
     scratch_mounts = ()  # a host directory, walked by the harness
+    warm = False  # no PID namespace whose init could end a request's processes
 
     def __init__(self, cfg: SandboxConfig):
         if os.geteuid() != 0:
@@ -382,6 +400,18 @@ def _live_processes(uids: set[int]) -> list[int]:
     return found
 
 
+def _parents() -> dict[int, int]:
+    """pid -> parent pid of every live process."""
+    found = {}
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError, IndexError, ValueError):
+                found[int(entry.name)] = int(
+                    Path(entry.path, "stat").read_bytes().rsplit(b")", 1)[1].split()[1]
+                )
+    return found
+
+
 BACKENDS = {"bwrap": BwrapBackend, "landlock": LandlockBackend}
 
 
@@ -427,19 +457,21 @@ def run_in_sandbox(code: str, inputs: list[str], cfg: SandboxConfig) -> list[dic
     Raises RequestTimeout past ``request_timeout_s`` and SandboxError if the sandbox cannot start.
     """
     backend = get_backend(cfg)
-    return _launch(backend, cfg, code, inputs, time.monotonic() + cfg.request_timeout_s)
+    deadline = time.monotonic() + cfg.request_timeout_s
+    if cfg.warm and backend.warm:
+        return _launch_warm(backend, cfg, code, inputs, deadline)
+    return _launch(backend, cfg, code, inputs, deadline)
+
+
+def request_frame(request: dict) -> bytes:
+    """A request as the harness reads it: its length on a line, then its marshal encoding."""
+    data = marshal.dumps(request)
+    return b"%d\n" % len(data) + data
 
 
 def _launch(backend, cfg: SandboxConfig, code: str, inputs: list[str], deadline: float) -> list[dict | None]:
     with acquire_slot(cfg, deadline) as slot, _host_scratch(backend, cfg, slot) as scratch:
-        request = {
-            "code": code,
-            "inputs": [s.encode("utf-8", "surrogatepass") for s in inputs],
-            "limits": cfg.harness_limits(
-                slot.dedicated, backend.scratch_mounts, len(inputs), backend.own_user_namespace
-            ),
-            "landlock": backend.landlock_spec(scratch),
-        }
+        request = _request(backend, cfg, slot, code, inputs, scratch, warm=False)
         groups = request_cgroups(cfg)
         prefix = groups.command_prefix(groups.prepare(slot.index, _cgroup_limits(cfg))) if groups else []
         cpu = CpuWatch(groups, slot, cfg.request_cpu_seconds(len(inputs)))
@@ -457,7 +489,7 @@ def _launch(backend, cfg: SandboxConfig, code: str, inputs: list[str], deadline:
             raise SandboxError(f"cannot start the sandbox: {e}") from e
         try:
             harness = harness_bytecode(cfg.python)
-            stdin = b"%d\n" % len(harness) + harness + marshal.dumps(request)
+            stdin = b"%d\n" % len(harness) + harness + request_frame(request)
             with cpu:
                 out, err = proc.communicate(stdin, timeout=max(0.0, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
@@ -468,7 +500,25 @@ def _launch(backend, cfg: SandboxConfig, code: str, inputs: list[str], deadline:
             backend.cleanup(slot)
             if groups:
                 groups.release(slot.index)
-    results = _parse_results(out, err, proc.returncode, len(inputs), "timeout" if cpu.exceeded else "crashed")
+    return _results(cfg, out, err, proc.returncode, len(inputs), cpu.exceeded)
+
+
+def _request(
+    backend, cfg: SandboxConfig, slot: Slot, code: str, inputs: list[str], scratch, warm: bool
+) -> dict:
+    limits = cfg.harness_limits(
+        slot.dedicated, backend.scratch_mounts, len(inputs), backend.own_user_namespace, warm
+    )
+    return {
+        "code": code,
+        "inputs": [s.encode("utf-8", "surrogatepass") for s in inputs],
+        "limits": limits,
+        "landlock": backend.landlock_spec(scratch),
+    }
+
+
+def _results(cfg: SandboxConfig, out: bytes, err: bytes, returncode: int, count: int, cpu_exceeded: bool):
+    results = _parse_results(out, err, returncode, count, "timeout" if cpu_exceeded else "crashed")
     for result in results:
         if result["status"] == "disk_limit":
             result.update(limit_mb=cfg.max_scratch_mb, limit_files=cfg.max_scratch_files)
@@ -476,6 +526,243 @@ def _launch(backend, cfg: SandboxConfig, code: str, inputs: list[str], deadline:
             result.update(limit_mb=cfg.memory_mb)
     return results
 
+
+# --- warm sandboxes: one per slot, kept between requests -----------------------------------------
+
+
+def _launch_warm(
+    backend, cfg: SandboxConfig, code: str, inputs: list[str], deadline: float
+) -> list[dict | None]:
+    sandbox = WARM_POOL.take(backend, cfg, deadline)
+    reusable = False
+    try:
+        request = _request(backend, cfg, sandbox.slot, code, inputs, None, warm=True)
+        out, err, status, cpu_exceeded = sandbox.run(request, deadline)
+        reusable = status == 0 and not cpu_exceeded and sandbox.only_itself_left()
+    finally:
+        if reusable:
+            WARM_POOL.give_back(sandbox)
+        else:
+            sandbox.close()
+    return _results(cfg, out, err, status, len(inputs), cpu_exceeded)
+
+
+class WarmSandbox:
+    """A bwrap sandbox kept between requests. Its init (harness.py ``serve``) has never run a
+    program: it forks a fresh request process per request and, once that ends, kills every other
+    process of the namespace and empties the scratch tmpfs before it answers. It holds its slot
+    (lock, uid, cgroup) for its whole life. Anything unusual -- a timeout, the CPU bound, a crash,
+    a torn record, a process left in its cgroup -- discards it, and the next request gets a new
+    one."""
+
+    def __init__(self, backend, cfg: SandboxConfig, slot_fd: int, slot: Slot, deadline: float):
+        self.cfg, self.slot, self._slot_fd = cfg, slot, slot_fd
+        self.groups = request_cgroups(cfg)
+        self.proc: subprocess.Popen | None = None
+        self.idle_since = time.monotonic()
+        try:
+            prefix = []
+            if self.groups:
+                prefix = self.groups.command_prefix(self.groups.prepare(slot.index, _cgroup_limits(cfg)))
+            self.proc = SPAWNER.popen(prefix + backend.command(slot, None))
+            harness = harness_bytecode(cfg.python)
+            self._send(b"%d\n" % len(harness) + harness + b"warm\n")
+            out, err, _ = self._read_until(lambda buf: len(buf) >= 6, deadline)
+            if out != b"ready\n":
+                raise SandboxError(f"the warm sandbox did not start: {(out + err)[-300:]!r}")
+            self.members = set(self.groups.members(slot.index)) if self.groups else set()
+        except BaseException:
+            self.close()
+            raise
+
+    def run(self, request: dict, deadline: float) -> tuple[bytes, bytes, int, bool]:
+        """Records, stderr, the request process's exit status (that of the dead sandbox if it
+        died first) and whether the launcher ended it at the request's CPU bound."""
+        cpu = CpuWatch(self.groups, self.slot, request["limits"]["request_cpu_seconds"])
+        self._send(request_frame(request))
+        ended = lambda buf: _end_of_records(buf) is not None  # noqa: E731
+        out, err, eof = self._read_until(ended, deadline, cpu.check if self.groups else None)
+        if eof:
+            return out, err, self.proc.wait(), cpu.exceeded
+        end = _end_of_records(out)
+        return out[:end], err, int(out[end:].split()[1]), cpu.exceeded
+
+    def only_itself_left(self) -> bool:
+        """Whether the slot's cgroup holds just the sandbox's own processes again."""
+        return not self.groups or set(self.groups.members(self.slot.index)) <= self.members
+
+    def close(self, graceful: bool = False) -> None:
+        """End the sandbox; ``graceful``: an idle one, asked to exit first (its init then ends
+        the namespace itself)."""
+        if self.proc is not None:
+            if graceful:
+                with contextlib.suppress(OSError, subprocess.TimeoutExpired):
+                    self.proc.stdin.close()
+                    self.proc.wait(timeout=2)
+            if self.groups:
+                self.groups.kill(self.slot.index)  # its own processes first, whatever their session
+            _kill(self.proc)
+        if self.groups:
+            self.groups.release(self.slot.index)
+        if self._slot_fd is not None:
+            os.close(self._slot_fd)  # releases the slot
+            self._slot_fd = None
+
+    def _send(self, data: bytes) -> None:
+        try:
+            self.proc.stdin.write(data)
+            self.proc.stdin.flush()
+        except OSError as e:
+            raise SandboxError(f"the warm sandbox is gone: {e}") from e
+
+    def _read_until(self, done, deadline: float, every_tick=None) -> tuple[bytes, bytes, bool]:
+        """Read stdout and stderr until ``done(stdout)`` or EOF, calling ``every_tick`` every
+        ``CPU_CHECK_S`` meanwhile (until it returns False); RequestTimeout at ``deadline``."""
+        out, err = bytearray(), bytearray()
+        streams = {self.proc.stdout.fileno(): out, self.proc.stderr.fileno(): err}
+        with selectors.DefaultSelector() as selector:
+            for fd in streams:
+                selector.register(fd, selectors.EVENT_READ)
+            next_tick = time.monotonic() + CPU_CHECK_S
+            while True:
+                now = time.monotonic()
+                if now >= deadline:
+                    raise RequestTimeout(f"request exceeded {self.cfg.request_timeout_s:g} s")
+                if every_tick and now >= next_tick:
+                    next_tick = now + CPU_CHECK_S
+                    if not every_tick():
+                        every_tick = None
+                wake = min(deadline, next_tick) if every_tick else deadline
+                for key, _ in selector.select(wake - now):
+                    chunk = os.read(key.fd, 1 << 16)
+                    if not chunk and key.fd == self.proc.stdout.fileno():
+                        return bytes(out), bytes(err), True
+                    if not chunk:
+                        selector.unregister(key.fd)
+                    streams[key.fd] += chunk
+                if done(out):
+                    return bytes(out), bytes(err), False
+
+
+def _end_of_records(out: bytes) -> int | None:
+    """Where the warm harness's ``end <status>`` line starts, once it is complete (records are
+    skipped by their lengths, so a program's output cannot pass for it)."""
+    pos = 0
+    while (newline := out.find(b"\n", pos)) >= 0:
+        header = out[pos:newline].split()
+        if header[:1] == [b"end"]:
+            return pos
+        if len(header) != 6:
+            raise SandboxError(f"a torn record from the warm sandbox: {out[pos:newline][:100]!r}")
+        pos = newline + 1 + int(header[4]) + int(header[5])
+    return None
+
+
+class WarmPool:
+    """This process's idle warm sandboxes, per config; each gives its slot back after
+    ``warm_idle_s`` unused (other processes on the machine may be waiting for slots)."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._idle: dict[SandboxConfig, list[WarmSandbox]] = {}
+        self._reaper: threading.Thread | None = None
+
+    def take(self, backend, cfg: SandboxConfig, deadline: float) -> WarmSandbox:
+        with self._lock:
+            if idle := self._idle.get(cfg):
+                return idle.pop()
+        fd, slot = take_slot(cfg, deadline)
+        try:
+            return WarmSandbox(backend, cfg, fd, slot, deadline)
+        except BaseException:
+            os.close(fd)
+            raise
+
+    def give_back(self, sandbox: WarmSandbox) -> None:
+        sandbox.idle_since = time.monotonic()
+        with self._lock:
+            self._idle.setdefault(sandbox.cfg, []).append(sandbox)
+            if self._reaper is None or not self._reaper.is_alive():
+                self._reaper = threading.Thread(
+                    target=self._close_idle, name="warm-sandbox-reaper", daemon=True
+                )
+                self._reaper.start()
+
+    def own_processes(self) -> set[int]:
+        """The processes of this process's idle warm sandboxes: bwrap and its init, all that a
+        warm sandbox is between requests (anything else of a slot's uid was left behind)."""
+        with self._lock:
+            bwraps = {s.proc.pid for idle in self._idle.values() for s in idle}
+        return bwraps | {pid for pid, parent in _parents().items() if parent in bwraps}
+
+    def close_all(self) -> int:
+        """End every idle warm sandbox of this process (at exit, for slots, in tests); how many."""
+        with self._lock:
+            sandboxes = [s for idle in self._idle.values() for s in idle]
+            self._idle.clear()
+        for sandbox in sandboxes:
+            sandbox.close(graceful=True)
+        return len(sandboxes)
+
+    def _close_idle(self) -> None:
+        while True:
+            time.sleep(1.0)
+            now, expired = time.monotonic(), []
+            with self._lock:
+                for cfg, idle in self._idle.items():
+                    expired += [s for s in idle if now - s.idle_since > cfg.warm_idle_s]
+                    idle[:] = [s for s in idle if now - s.idle_since <= cfg.warm_idle_s]
+            for sandbox in expired:
+                sandbox.close(graceful=True)
+
+    def forget_after_fork(self) -> None:
+        """In a forked child: the parent's sandboxes are not ours to use or end."""
+        self._lock = threading.Lock()
+        for idle in self._idle.values():
+            for sandbox in idle:
+                with contextlib.suppress(OSError):
+                    os.close(sandbox._slot_fd)
+        self._idle, self._reaper = {}, None
+
+
+class Spawner:
+    """Starts warm sandboxes from one thread that lives as long as the process: ``setpriv
+    --pdeathsig`` ties a sandbox to the thread that started it, and the thread of a request (a
+    pool's) may end long before its sandbox should."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._queue: queue.SimpleQueue = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+
+    def popen(self, cmd: list[str]) -> subprocess.Popen:
+        with self._lock:
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._serve, name="warm-sandbox-spawner", daemon=True)
+                self._thread.start()
+        started: concurrent.futures.Future = concurrent.futures.Future()
+        self._queue.put((cmd, started))
+        try:
+            return started.result()
+        except OSError as e:
+            raise SandboxError(f"cannot start the sandbox: {e}") from e
+
+    def _serve(self) -> None:
+        while True:
+            cmd, started = self._queue.get()
+            try:
+                pipes = dict(stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                started.set_result(
+                    subprocess.Popen(cmd, **pipes, start_new_session=True, close_fds=True, cwd="/")
+                )
+            except BaseException as e:  # handed to the caller
+                started.set_exception(e)
+
+
+WARM_POOL = WarmPool()
+SPAWNER = Spawner()
+atexit.register(WARM_POOL.close_all)
+os.register_at_fork(after_in_child=WARM_POOL.forget_after_fork)
 
 CPU_CHECK_S = 0.05  # how often the launcher reads a request's CPU counter (as the harness polls /proc)
 
@@ -503,16 +790,21 @@ class CpuWatch:
             self._thread.join()
 
     def _watch(self) -> None:
-        while not self._done.wait(CPU_CHECK_S):
-            try:
-                used = self.groups.cpu_seconds(self.slot) - self.start
-            except OSError as e:  # the group was removed under us: the harness's polling remains
-                log.warning("cannot read sandbox slot %d's CPU counter: %s", self.slot, e)
-                return
-            if used > self.seconds:
-                self.exceeded = True
-                self.groups.kill(self.slot)
-                return
+        while not self._done.wait(CPU_CHECK_S) and self.check():
+            pass
+
+    def check(self) -> bool:
+        """Read the counter once, ending the request if it is over; False once watching is over."""
+        try:
+            used = self.groups.cpu_seconds(self.slot) - self.start
+        except OSError as e:  # the group was removed under us: the harness's polling remains
+            log.warning("cannot read sandbox slot %d's CPU counter: %s", self.slot, e)
+            return False
+        if used > self.seconds:
+            self.exceeded = True
+            self.groups.kill(self.slot)
+            return False
+        return True
 
 
 def request_cgroups(cfg: SandboxConfig) -> cgroups.RequestCgroups | None:
