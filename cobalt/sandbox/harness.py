@@ -41,6 +41,8 @@ PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
 # let it finish in time (RLIMIT_CPU still ends it if it spins).
 MIN_CPU_PER_WALL_WINDOW = 0.1
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+LIBC = ctypes.CDLL(None, use_errno=True)  # loaded once: every forked test inherits it
+LIBC.syscall.restype = ctypes.c_long
 MAX_FDS = 256
 ENAMETOOLONG = 36
 SIGKILL, SIGXCPU = _signal.SIGKILL, _signal.SIGXCPU  # _signal: `signal` would import enum (slow)
@@ -81,7 +83,7 @@ def limit_sandbox(limits):
     set_limit(resource.RLIMIT_NOFILE, MAX_FDS)
     if limits["max_processes"]:
         set_limit(resource.RLIMIT_NPROC, limits["max_processes"])
-    libc = ctypes.CDLL(None, use_errno=True)
+    libc = LIBC
     # Not dumpable: children (same uid) cannot ptrace this process or open its /proc/<pid>/fd,
     # so a program cannot reach the result channel or its siblings' pipes.
     PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER = 4, 36
@@ -152,8 +154,7 @@ class _PathBeneath(ctypes.Structure):
 def apply_landlock(spec):
     """Restrict this process and its children: read-only system dirs, full access to the scratch
     dir, no TCP, no signals or abstract sockets outside the sandbox (as far as the ABI allows)."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.syscall.restype = ctypes.c_long
+    libc = LIBC
     abi = libc.syscall(SYS_LANDLOCK_CREATE_RULESET, None, 0, 1)  # 1: ask for the ABI version
     if abi < 1:
         raise OSError(ctypes.get_errno(), "Landlock is not available")
@@ -188,8 +189,7 @@ def scope_signals():
     only scopes signals and abstract sockets, so the program cannot kill the process that reports
     its verdict, nor other tests (Landlock ABI 6, Linux 6.12; on an older kernel the program could
     end its own request, nothing else)."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.syscall.restype = ctypes.c_long
+    libc = LIBC
     if libc.syscall(SYS_LANDLOCK_CREATE_RULESET, None, 0, 1) < 6:
         return
     attr = _RulesetAttr(0, 0, SCOPE_ALL)
@@ -262,7 +262,7 @@ def apply_seccomp():
     prog = seccomp_program(machine)
     array = (_SockFilter * len(prog))(*(_SockFilter(*insn) for insn in prog))
     fprog = _SockFprog(len(prog), array)
-    libc = ctypes.CDLL(None, use_errno=True)
+    libc = LIBC
     PR_SET_NO_NEW_PRIVS, PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 38, 22, 2
     libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
     if libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0) != 0:
@@ -296,7 +296,7 @@ def die_with(parent):
     """SIGKILL this process when ``parent`` (the harness) dies: without a PID namespace (landlock)
     a test would otherwise outlive a harness killed with its launcher."""
     PR_SET_PDEATHSIG = 1
-    ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0)
+    LIBC.prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0)
     if os.getppid() != parent:  # it died before the line above
         os._exit(1)
 
@@ -994,7 +994,7 @@ def serve(stdin):
     unexpected ends this process, and the launcher then discards the sandbox."""
     if os.getpid() != 1:  # kill(-1) below would reach every process of this uid on the machine
         raise SystemExit("a warm sandbox must be the init of a PID namespace of its own")
-    ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0: no ptrace or /proc/1/fd from inside
+    LIBC.prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0: no ptrace or /proc/1/fd from inside
     out = sys.stdout.buffer
     out.write(b"ready\n")
     out.flush()
