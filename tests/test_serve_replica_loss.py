@@ -36,6 +36,9 @@ def app(request, ray_cluster, tmp_path):
     config["sandbox"].update(
         backend=request.param, uid_base=UID_BASE[request.param], slots=SLOTS, scratch_root=str(scratch)
     )
+    # the surviving replica's warm sandboxes end a second after the burst: any process of these
+    # uids still alive after that is one the dead replica left
+    config["sandbox"]["warm_idle_s"] = 1
     config["serve"].update(app_name=f"evaluator-loss-{request.param}", num_replicas=2)
     path = tmp_path / "evaluator.yaml"
     path.write_text(yaml.safe_dump(config))
