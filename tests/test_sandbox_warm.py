@@ -151,3 +151,15 @@ def test_idle_sandboxes_of_another_config_give_way_when_no_slot_is_free(cfg):
     [result] = run_in_sandbox("print(2)", [""], other)
     assert result["stdout"] == "2\n" and time.monotonic() - started < 5
     assert idle_sandboxes(one) == [] and idle_sandboxes(other)
+
+
+def test_a_sandbox_that_died_while_idle_is_replaced_without_failing_a_request(cfg):
+    import os
+    import signal
+
+    run_in_sandbox("print(1)", [""], cfg)
+    [dead] = idle_sandboxes(cfg)
+    os.kill(dead, signal.SIGKILL)  # e.g. the kernel's OOM killer
+    assert wait_until(lambda: WARM_POOL._idle[cfg][0].proc.poll() is not None, 5)
+    [result] = run_in_sandbox("print(2)", [""], cfg)
+    assert result["stdout"] == "2\n" and idle_sandboxes(cfg) not in ([], [dead])

@@ -668,9 +668,15 @@ class WarmPool:
         self._reaper: threading.Thread | None = None
 
     def take(self, backend, cfg: SandboxConfig, deadline: float) -> WarmSandbox:
-        with self._lock:
-            if idle := self._idle.get(cfg):
-                return idle.pop()
+        while True:
+            with self._lock:
+                sandbox = self._idle[cfg].pop() if self._idle.get(cfg) else None
+            if sandbox is None:
+                break
+            if sandbox.proc.poll() is None:
+                return sandbox
+            log.warning("a warm sandbox on slot %d died while idle: starting another", sandbox.slot.index)
+            sandbox.close()
         fd, slot = take_slot(cfg, deadline)
         try:
             return WarmSandbox(backend, cfg, fd, slot, deadline)
