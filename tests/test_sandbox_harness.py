@@ -7,6 +7,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from cobalt.sandbox.config import SandboxConfig
 from cobalt.sandbox.runner import HARNESS_SOURCE, _parse_results, request_frame
 
@@ -61,3 +63,15 @@ def test_wall_backstop_ends_blocked_programs_but_not_computing_ones(tmp_path):
     blocked = _run_harness(sleeping, [b""], limits, tmp_path)[0]
     assert blocked["status"] == "timeout" and blocked["stdout"] == ""
     assert time.monotonic() - start < 2.5
+
+
+def test_the_warm_end_line_is_found_only_between_records():
+    from cobalt.sandbox.runner import SandboxError, _end_of_records
+
+    record = b"0 exit 0 0.0010 6 0\nend 0\n"  # a program that printed "end 0": output, not the end
+    assert _end_of_records(record) is None
+    assert _end_of_records(record + b"end 0\n") == len(record)
+    assert _end_of_records(b"end 1\n") == 0  # no record at all: a request of no tests, or a crash
+    for torn in (b"0 exit 0\n", b"0 exit 0 0.0 x 0\n", b"0 exit 0 0.0 3 0 7\n"):
+        with pytest.raises(SandboxError, match="torn record"):
+            _end_of_records(torn)

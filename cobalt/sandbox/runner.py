@@ -582,8 +582,9 @@ class WarmSandbox:
         self._send(request_frame(request))
         ended = lambda buf: _end_of_records(buf) is not None  # noqa: E731
         out, err, eof = self._read_until(ended, deadline, cpu.check if self.groups else None)
-        if eof:
-            return out, err, self.proc.wait(), cpu.exceeded
+        if eof:  # the sandbox died (or was ended at the CPU bound)
+            _kill(self.proc)
+            return out, err, self.proc.returncode, cpu.exceeded
         end = _end_of_records(out)
         return out[:end], err, int(out[end:].split()[1]), cpu.exceeded
 
@@ -652,9 +653,12 @@ def _end_of_records(out: bytes) -> int | None:
         header = out[pos:newline].split()
         if header[:1] == [b"end"]:
             return pos
-        if len(header) != 6:
-            raise SandboxError(f"a torn record from the warm sandbox: {out[pos:newline][:100]!r}")
-        pos = newline + 1 + int(header[4]) + int(header[5])
+        try:
+            if len(header) != 6:
+                raise ValueError
+            pos = newline + 1 + int(header[4]) + int(header[5])
+        except ValueError:
+            raise SandboxError(f"a torn record from the warm sandbox: {out[pos:newline][:100]!r}") from None
     return None
 
 
@@ -678,11 +682,7 @@ class WarmPool:
             log.warning("a warm sandbox on slot %d died while idle: starting another", sandbox.slot.index)
             sandbox.close()
         fd, slot = take_slot(cfg, deadline)
-        try:
-            return WarmSandbox(backend, cfg, fd, slot, deadline)
-        except BaseException:
-            os.close(fd)
-            raise
+        return WarmSandbox(backend, cfg, fd, slot, deadline)  # it releases the slot if it fails
 
     def give_back(self, sandbox: WarmSandbox) -> None:
         sandbox.idle_since = time.monotonic()
