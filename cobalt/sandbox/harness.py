@@ -895,7 +895,7 @@ def owns_whole_sandbox(limits):
     """Whether every process we may signal is the request's: as init of a PID namespace (a cold
     bwrap sandbox), as a warm sandbox's request process (its init ignores our signals), or as a
     uid of our own that is not root (landlock)."""
-    return os.getpid() == 1 or limits.get("warm", False) or (limits["dedicated_uid"] and os.geteuid() != 0)
+    return os.getpid() == 1 or limits["warm"] or (limits["dedicated_uid"] and os.geteuid() != 0)
 
 
 def end_sandbox(limits):
