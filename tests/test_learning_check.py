@@ -303,6 +303,29 @@ def logged_steps(metrics: Path) -> set[int]:
     return steps
 
 
+def random_policy_inputs(work: Path) -> list[str]:
+    """Overrides pointing the check at demo data and a random tiny policy (its tokenizer trained on
+    the demo prompts), so that the launcher prepares nothing: a run killed after its first step
+    needs a step, not learning, and the check's own warm-up costs about 70 CPU-seconds."""
+    train = work / "inputs/demo/train.parquet"
+    demo = [sys.executable, "-m", "cobalt.data.demo", "--out", str(train.parent), "--limit", "12"]
+    random = [
+        sys.executable,
+        "-m",
+        "cobalt.train.tiny_policy",
+        "random",
+        "--out",
+        str(work / "inputs/policy"),
+    ]
+    for cmd in (demo, [*random, "--data", str(train)]):
+        subprocess.run(cmd, check=True, capture_output=True, timeout=300)
+    return [
+        f"data.train_files={train}",
+        f"data.val_files={train}",
+        f"actor_rollout_ref.model.path={work / 'inputs/policy'}",
+    ]
+
+
 def ray_head_of(train_log: Path) -> str | None:
     """The temp dir of the private Ray head the launcher says it started (None before that)."""
     found = re.search(r"RAY_AUTH_TOKEN_PATH=(\S+)/auth_token", train_log.read_text(errors="replace"))
@@ -320,7 +343,7 @@ def test_a_killed_check_leaves_no_trainer_and_no_ray_head_behind(tmp_path):
     out = tmp_path / "run"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("RAY_ADDRESS", "RAY_AUTH_TOKEN"))}
     script = subprocess.Popen(
-        ["bash", str(ROOT / "scripts/learning_check.sh"), *ONE_CHEAP_STEP],
+        ["bash", str(ROOT / "scripts/learning_check.sh"), *ONE_CHEAP_STEP, *random_policy_inputs(tmp_path)],
         cwd=ROOT,
         env={**env, **CHECK_ENV, "LEARNING_CHECK_DIR": str(out)},
         stdout=subprocess.DEVNULL,
