@@ -309,7 +309,7 @@ def random_policy_inputs(work: Path) -> list[str]:
     needs a step, not learning, and the check's own warm-up costs about 70 CPU-seconds."""
     train = work / "inputs/demo/train.parquet"
     demo = [sys.executable, "-m", "cobalt.data.demo", "--out", str(train.parent), "--limit", "12"]
-    random = [
+    policy = [
         sys.executable,
         "-m",
         "cobalt.train.tiny_policy",
@@ -317,7 +317,7 @@ def random_policy_inputs(work: Path) -> list[str]:
         "--out",
         str(work / "inputs/policy"),
     ]
-    for cmd in (demo, [*random, "--data", str(train)]):
+    for cmd in (demo, [*policy, "--data", str(train)]):
         subprocess.run(cmd, check=True, capture_output=True, timeout=300)
     return [
         f"data.train_files={train}",
