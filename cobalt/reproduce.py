@@ -94,14 +94,19 @@ def python(module_or_script) -> list:
 
 def problems(run: Run, inputs: Inputs) -> dict[str, Path]:
     """TACO-verified → train / dev records, LiveCodeBench → records, and the perturbed twins of
-    train (trajectories with wrong feedback) and dev (the paper's TACO-dev evaluation)."""
+    train (trajectories with wrong feedback) and dev (the paper's TACO-dev evaluation). The
+    authors' processed train file with their dev file (``--taco_dev``) is used as given."""
     cfg, data = run.cfg, run.root / "data"
     taco_dir = data / "taco"
     taco = {
         "train": taco_dir / "taco_verified_filtered_train.jsonl",
         "dev": taco_dir / "taco_verified_filtered_dev.jsonl",
     }
-    if file_shape(inputs.taco) == "problems":  # already processed (e.g. the authors' released set)
+    released = file_shape(inputs.taco) == "problems"  # already processed (e.g. the authors' released set)
+    if released and inputs.taco_dev:  # the authors' train and dev files: used as they are
+        run.stage("released TACO train (as given)", taco["train"].exists,
+                  lambda: copy_records(run, inputs.taco, taco["train"]))  # fmt: skip
+    elif released:
         run.stage(
             "processed TACO → train / dev",
             taco["dev"].exists,
@@ -114,7 +119,9 @@ def problems(run: Run, inputs: Inputs) -> dict[str, Path]:
     lcb = data / "lcb_test6.jsonl"
     run.stage("LiveCodeBench → problems", lcb.exists, lambda: run.command("lcb", [
         *python(ROOT / "preproc/preproc_lcb_test6.py"), "--input_file", inputs.lcb, "--output_file", lcb]))  # fmt: skip
-    files = {"train": taco["train"], "dev": taco["dev"], "lcb": lcb}
+    files = {"train": taco["train"], "lcb": lcb} | (
+        {} if released and inputs.taco_dev else {"dev": taco["dev"]}
+    )
     if cfg.max_problems:
         files = {name: first_lines(run, path, cfg.max_problems) for name, path in files.items()}
     if inputs.taco_dev:  # a perturbed validation set of one's own (e.g. the authors' TACO-Cobalt-PTB)
@@ -145,6 +152,20 @@ def split_processed(run: Run, source: str, out: dict[str, Path]) -> None:
     train, dev = split_train_dev(load_problems(source), run.cfg.taco_dev_ratio, seed=42)
     for name, records in (("train", train), ("dev", dev)):
         write_jsonl(run.path(str(out[name].relative_to(run.root))), records)
+
+
+def copy_records(run: Run, source: str, out: Path) -> None:
+    """Problem records as given, every one and in order (checked as problem records)."""
+    from cobalt.infer.records import load_problems
+    from cobalt.jsonl import write_jsonl
+
+    write_jsonl(run.path(str(out.relative_to(run.root))), load_problems(source))
+
+
+def split_of(inputs: Inputs) -> str:
+    """How train and TACO-dev were made: ``released`` (the authors' files as given) or
+    ``deterministic`` (this chain's seed-42 split, whose TACO-dev is not the paper's)."""
+    return "released" if inputs.taco_dev and file_shape(inputs.taco) == "problems" else "deterministic"
 
 
 def first_lines(run: Run, path: Path, n: int) -> Path:

@@ -5,6 +5,7 @@ rehearsal runs the whole chain to a report beside the paper's figures."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -196,21 +197,24 @@ def test_released_processed_files_enter_the_chain_without_reprocessing(tmp_path)
     from cobalt.data.embedded import problem_records
     from cobalt.data.perturb import perturb_records
     from cobalt.jsonl import load_jsonl, write_jsonl
-    from cobalt.reproduce import Inputs, PaperConfig, problems
+    from cobalt.reproduce import Inputs, PaperConfig, problems, split_of
     from cobalt.stages import Run
 
     records = problem_records()
-    write_jsonl(tmp_path / "taco_cobalt.jsonl", records[:8])
-    ptb, _ = perturb_records(enumerate(records[8:11], start=1))
+    write_jsonl(tmp_path / "taco_cobalt.jsonl", records[:12])
+    ptb, _ = perturb_records(enumerate(records[12:15], start=1))
     write_jsonl(tmp_path / "taco_cobalt_ptb.jsonl", ptb)
     lcb_file(tmp_path / "test6.jsonl", limit=2)
-    cfg = from_dict(PaperConfig, load_config("paper_rehearsal"))
+    cfg = dataclasses.replace(from_dict(PaperConfig, load_config("paper_rehearsal")), max_problems=None)
     run = Run(tmp_path / "run", cfg, "multi_turn_qwen3_8b")
-    files = problems(run, Inputs("multi_turn_qwen3_8b", str(tmp_path / "taco_cobalt.jsonl"),
-                                 str(tmp_path / "test6.jsonl"), taco_dev=str(tmp_path / "taco_cobalt_ptb.jsonl")))  # fmt: skip
-    assert "processed TACO → train / dev" in run.state and "TACO-verified → problems" not in run.state
-    train = {r["id"] for r in load_jsonl(files["train"])}
-    assert train < {r["id"] for r in records[:8]} and len(train) == 6  # 8 minus a quarter to dev
+    inputs = Inputs("multi_turn_qwen3_8b", str(tmp_path / "taco_cobalt.jsonl"), str(tmp_path / "test6.jsonl"),
+                    taco_dev=str(tmp_path / "taco_cobalt_ptb.jsonl"))  # fmt: skip
+    files = problems(run, inputs)
+    assert "TACO-verified → problems" not in run.state and "processed TACO → train / dev" not in run.state
+    # the released train file as given: every problem, in its order, none moved to dev
+    assert [r["id"] for r in load_jsonl(files["train"])] == [r["id"] for r in records[:12]]
+    assert [r["id"] for r in load_jsonl(files["dev"])] == [r["id"] for r in ptb]
+    assert split_of(inputs) == "released"
     assert files["dev_perturbed"] == tmp_path / "taco_cobalt_ptb.jsonl"  # used as released
     assert "perturbed public tests (dev)" not in run.state and "perturbed public tests (train)" in run.state
     assert all("perturbed_public_test_cases" in r for r in load_jsonl(files["train_perturbed"]))
