@@ -43,6 +43,7 @@ from cobalt.stages import (
     self_debug_side_by_side,
     stop_engine,
 )
+from cobalt.train.profile import override
 
 
 @dataclasses.dataclass(frozen=True)
@@ -345,10 +346,10 @@ def grpo(run: Run, parquet_dir: Path, model: Path) -> Path:
               lambda: run.command("grpo", [
                   sys.executable, "-m", "cobalt.train.launch", "--profile", run.cfg.train_profile,
                   "--address", run.address, "--logger", "console,file",
-                  f"data.train_files={parquet_dir / 'train.parquet'}",
-                  f"data.val_files={parquet_dir / 'test.parquet'}",
-                  f"actor_rollout_ref.model.path={model}",
-                  f"trainer.default_local_dir={run.root / 'checkpoints'}",
+                  override("data.train_files", str(parquet_dir / "train.parquet")),
+                  override("data.val_files", str(parquet_dir / "test.parquet")),
+                  override("actor_rollout_ref.model.path", str(model)),
+                  override("trainer.default_local_dir", str(run.root / "checkpoints")),
                   f"trainer.total_training_steps={run.cfg.grpo_steps}",
                   f"trainer.save_freq={run.cfg.grpo_steps}",
                   *fitted_lengths(run.cfg.train_profile, parquet_dir / "train.parquet", model),

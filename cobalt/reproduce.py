@@ -253,15 +253,17 @@ def grpo(run: Run, train_file: Path, model: str) -> Path:
     val_file = train_file.parent / "test.parquet"
     if not val_file.exists():  # the mixed set validates on the unperturbed prompts' validation file
         val_file = run.root / "data/verl_trajectories/test.parquet"
+    from cobalt.train.profile import override
+
     cmd = [*python("cobalt.train.launch"), "--profile", run.profile, "--evaluator_config", run.cfg.evaluator_config,
-           "--address", run.address, f"trainer.default_local_dir={checkpoints}"]  # fmt: skip
+           "--address", run.address, override("trainer.default_local_dir", str(checkpoints))]  # fmt: skip
     if run.cfg.rehearse:  # the profile's topology and batch on a tiny model; its prompts from this run
         cmd += ["--rehearse", "--rehearse_prompts", train_file]
     else:
         cmd += [
-            f"data.train_files={train_file}",
-            f"data.val_files={val_file}",
-            f"actor_rollout_ref.model.path={model}",
+            override("data.train_files", str(train_file)),
+            override("data.val_files", str(val_file)),
+            override("actor_rollout_ref.model.path", model),
         ]
     run.stage("GRPO", lambda: trained_model(checkpoints) is not None, lambda: run.command("grpo", cmd))
     return trained_model(checkpoints)

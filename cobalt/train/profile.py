@@ -7,7 +7,9 @@ overrides}``; ``overrides`` are veRL hydra keys passed to ``main_ppo`` as ``key=
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -64,7 +66,9 @@ def load_profile(name: str) -> Profile:
 
 
 def format_value(value: Any) -> str:
-    """A YAML value as hydra's override grammar reads it."""
+    """A YAML value as hydra's override grammar reads it back unchanged: a string is written bare
+    where hydra would read the bare text as that same string, and quoted otherwise (``run, v2`` would
+    be a sweep, ``a=b`` a parse error, ``null``, ``1e-4`` and ``[1]`` another type)."""
     if isinstance(value, bool):
         return "true" if value else "false"
     if value is None:
@@ -75,12 +79,39 @@ def format_value(value: Any) -> str:
         return "{" + ",".join(f"{k}:{format_value(v)}" for k, v in value.items()) + "}"
     if isinstance(value, float):
         return repr(value)
-    return str(value)
+    if isinstance(value, int):
+        return str(value)
+    text = str(value)
+    return text if _reads_back(text) else quote(text)
+
+
+@functools.lru_cache(maxsize=1)
+def _override_parser():
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    return OverridesParser.create()
+
+
+def _reads_back(text: str) -> bool:
+    """Whether hydra reads ``key=<text>`` as the string ``text`` itself."""
+    try:
+        parsed = _override_parser().parse_override(f"k={text}").value()
+    except Exception:  # hydra's grammar refuses it (e.g. a second "=")
+        return False
+    return isinstance(parsed, str) and parsed == text
 
 
 def quote(text: str) -> str:
-    """A hydra string literal (so "false" or "1" stay strings, as Ray's env_vars require)."""
-    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+    """A hydra string literal (so "false" or "1" stay strings, as Ray's env_vars require). In hydra's
+    quoted strings only backslashes before a quote (or the closing quote) are escapes: those runs
+    are doubled, and each quote is escaped."""
+    text = re.sub(r"(\\+)(?='|$)", lambda m: m.group(1) * 2, text)
+    return "'" + text.replace("'", "\\'") + "'"
+
+
+def override(key: str, value: Any) -> str:
+    """One ``key=value`` override, the value as hydra reads it back unchanged (``format_value``)."""
+    return f"{key}={format_value(value)}"
 
 
 def hydra_overrides(
@@ -89,9 +120,9 @@ def hydra_overrides(
     """``key=value`` overrides: the profile's, the logger choice, the env forwarded to Ray
     workers through ``runtime_env`` (when joining a cluster the launcher did not start: the
     profile's ``env`` and the ``forward_env`` variables set in this shell), then the user's."""
-    overrides = [f"{key}={format_value(value)}" for key, value in profile.overrides.items()]
+    overrides = [override(key, value) for key, value in profile.overrides.items()]
     if logger:
-        overrides.append(f"trainer.logger={format_value(logger)}")
+        overrides.append(override("trainer.logger", logger))
     if forward_env:
         env = {**{k: os.environ[k] for k in profile.forward_env if k in os.environ}, **profile.env}
         overrides += [
@@ -101,12 +132,14 @@ def hydra_overrides(
 
 
 def override_value(overrides: list[str], key: str) -> str | None:
-    """The last value given to ``key`` (with or without a leading ``+``)."""
+    """The last value given to ``key`` (with or without a leading ``+``), a quoted string unquoted."""
     value = None
     for item in overrides:
         name, _, rest = item.partition("=")
         if name.lstrip("+") == key:
             value = rest
+    if value and value[0] in "'\"":
+        value = str(_override_parser().parse_override(f"k={value}").value())
     return value
 
 
