@@ -71,6 +71,8 @@ class Inputs:
     address: str | None = None
     num_gpus: int | None = None
     taco_dev: str | None = None
+    allow_overlap: bool = False  # train even on problems that are also evaluated (experiments only)
+    trajectories_perturbed: str | None = None
 
 
 def single_turn(profile: str) -> bool:
@@ -152,6 +154,23 @@ def split_processed(run: Run, source: str, out: dict[str, Path]) -> None:
     train, dev = split_train_dev(load_problems(source), run.cfg.taco_dev_ratio, seed=42)
     for name, records in (("train", train), ("dev", dev)):
         write_jsonl(run.path(str(out[name].relative_to(run.root))), records)
+
+
+def refuse_overlap(run: Run, inputs: Inputs, files: dict[str, Path]) -> list:
+    """Training problems compared with every evaluation set (``cobalt.data.overlap``) before any
+    expensive stage: any overlap stops the run in one line naming the ids, unless
+    ``--allow_overlap``; what was found is kept in ``data/overlap.json`` for the report."""
+    from cobalt.data.overlap import refuse_overlap as check
+
+    evaluations = {"TACO-dev": files["dev"], "LiveCodeBench": files["lcb"]}
+    if files.get("dev_perturbed") not in (None, files["dev"]):
+        evaluations["perturbed dev"] = files["dev_perturbed"]
+    found = check(files["train"], evaluations, inputs.allow_overlap)
+    record = {"allowed": inputs.allow_overlap, "overlaps": [dataclasses.asdict(o) for o in found]}
+    run.path("data/overlap.json").write_text(json.dumps(record, indent=1))
+    if found:
+        run.log(f"--allow_overlap: {len(found)} training problem(s) are also evaluated")
+    return found
 
 
 def copy_records(run: Run, source: str, out: Path) -> None:
@@ -335,6 +354,7 @@ def base_model(run: Run, inputs: Inputs) -> Path:
 def run_chain(run: Run, inputs: Inputs) -> Path:
     started = time.monotonic()
     files = problems(run, inputs)
+    refuse_overlap(run, inputs, files)
     model = base_model(run, inputs)
     evaluated: dict[str, Path] = {}
     base_evals: dict[str, Path] = {}
@@ -433,6 +453,8 @@ def main(argv=None) -> int:
     p.add_argument("--taco_dev", default=None, type=caller_path, help="problem records to evaluate as TACO-dev "
                    "instead of the dev split of --taco (perturbed in place unless they carry "
                    "perturbed_public_test_cases, as the authors' TACO-Cobalt-PTB)")  # fmt: skip
+    p.add_argument("--allow_overlap", action="store_true", help="train even on problems that are also "
+                   "evaluated (same statement or tests); for experiments: the report says so first")  # fmt: skip
     p.add_argument("--address", default=None, help="a running Ray cluster (HOST:PORT) for every stage")
     p.add_argument("--evaluator_config", default=None, help="configs/<name>.yaml of the evaluator for every stage "
                    "(default: the chain config's; evaluator_paper on a cluster with 80 free CPUs)")  # fmt: skip
@@ -463,7 +485,14 @@ def main(argv=None) -> int:
     if args.evaluator_config:
         cfg = dataclasses.replace(cfg, evaluator_config=args.evaluator_config)
     inputs = Inputs(
-        args.profile, args.taco, args.lcb, args.trajectories, args.address, args.num_gpus, args.taco_dev
+        args.profile,
+        args.taco,
+        args.lcb,
+        args.trajectories,
+        args.address,
+        args.num_gpus,
+        args.taco_dev,
+        args.allow_overlap,
     )
     if args.dry_run:
         plan = dry_run_plan(cfg, inputs)

@@ -77,11 +77,12 @@ def taco_file(path, limit: int | None = None, id_prefix: str = "taco-"):
     return path
 
 
-def lcb_file(path, limit: int | None = None, id_prefix: str = "lcb-"):
-    """The embedded problems as LiveCodeBench ``test6.jsonl`` rows (private tests compressed)."""
+def lcb_file(path, limit: int | None = None, id_prefix: str = "lcb-", start: int = 0):
+    """The embedded problems (from the ``start``-th) as LiveCodeBench ``test6.jsonl`` rows (private
+    tests compressed)."""
     from cobalt.data.embedded import load_problems, to_lcb_records
 
-    rows = to_lcb_records(load_problems()[:limit])
+    rows = to_lcb_records(load_problems()[start:][:limit])
     for i, row in enumerate(rows):
         row["question_id"] = f"{id_prefix}{i:04d}"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))

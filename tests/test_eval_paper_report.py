@@ -49,3 +49,20 @@ def test_each_problem_set_has_pass_at_1_beside_the_paper_and_its_repair_rates(tm
         assert trained_row["resample"]["mean"] == 100.0
         assert f"## Repair rate on {title} problems (hidden tests)" in md
     assert (run.root / "report/livecodebench.png").is_file() and "| **all stages** | 12 |" in md
+
+
+def test_a_run_that_trained_on_evaluation_problems_says_so_in_the_reports_first_lines(tmp_path):
+    files = {f"eval_{m}{s}": evaluated(tmp_path / f"{m}{s}.jsonl", [[[0.0, 1.0]]]) for m in ("base", "trained")
+             for s in ("", "_dev")}  # fmt: skip
+    run = SimpleNamespace(root=tmp_path / "run", cfg=SimpleNamespace(paper={}, rehearse=False),
+                          state={"GRPO": {"seconds": 1.0}})  # fmt: skip
+    (run.root / "data").mkdir(parents=True)
+    overlap = {"eval_set": "LiveCodeBench", "train_id": "t7", "eval_id": "lcb-3", "how": "statement"}
+    (run.root / "data/overlap.json").write_text(json.dumps({"allowed": True, "overlaps": [overlap]}))
+    bases = {k: v for k, v in files.items() if "base" in k}
+    trained = {k: v for k, v in files.items() if "trained" in k}
+    first = write_paper_report(run, "p", bases, trained, seconds=1.0).read_text().splitlines()[:4]
+    assert any("--allow_overlap" in line and "t7 = LiveCodeBench lcb-3" in line for line in first), first
+    (run.root / "data/overlap.json").write_text(json.dumps({"allowed": False, "overlaps": []}))
+    md = write_paper_report(run, "p", bases, trained, seconds=1.0).read_text()
+    assert "allow_overlap" not in md

@@ -36,7 +36,7 @@ def inputs(tmp_path):
     """The documented file names, as small files of each dataset's own format, in the caller's
     directory (``tmp_path``, where the documented commands run)."""
     taco_file(tmp_path / "taco_verified.parquet", limit=4)
-    lcb_file(tmp_path / "test6.jsonl", limit=3)
+    lcb_file(tmp_path / "test6.jsonl", limit=3, start=4)  # other problems than TACO's: no overlap
     return tmp_path
 
 
@@ -197,14 +197,14 @@ def test_released_processed_files_enter_the_chain_without_reprocessing(tmp_path)
     from cobalt.data.embedded import problem_records
     from cobalt.data.perturb import perturb_records
     from cobalt.jsonl import load_jsonl, write_jsonl
-    from cobalt.reproduce import Inputs, PaperConfig, problems, split_of
+    from cobalt.reproduce import Inputs, PaperConfig, problems, refuse_overlap, split_of
     from cobalt.stages import Run
 
     records = problem_records()
     write_jsonl(tmp_path / "taco_cobalt.jsonl", records[:12])
     ptb, _ = perturb_records(enumerate(records[12:15], start=1))
     write_jsonl(tmp_path / "taco_cobalt_ptb.jsonl", ptb)
-    lcb_file(tmp_path / "test6.jsonl", limit=2)
+    lcb_file(tmp_path / "test6.jsonl", limit=2, start=20)
     cfg = dataclasses.replace(from_dict(PaperConfig, load_config("paper_rehearsal")), max_problems=None)
     run = Run(tmp_path / "run", cfg, "multi_turn_qwen3_8b")
     inputs = Inputs("multi_turn_qwen3_8b", str(tmp_path / "taco_cobalt.jsonl"), str(tmp_path / "test6.jsonl"),
@@ -215,6 +215,43 @@ def test_released_processed_files_enter_the_chain_without_reprocessing(tmp_path)
     assert [r["id"] for r in load_jsonl(files["train"])] == [r["id"] for r in records[:12]]
     assert [r["id"] for r in load_jsonl(files["dev"])] == [r["id"] for r in ptb]
     assert split_of(inputs) == "released"
+    assert refuse_overlap(run, inputs, files) == []  # none of the evaluation problems is trained on
     assert files["dev_perturbed"] == tmp_path / "taco_cobalt_ptb.jsonl"  # used as released
     assert "perturbed public tests (dev)" not in run.state and "perturbed public tests (train)" in run.state
     assert all("perturbed_public_test_cases" in r for r in load_jsonl(files["train_perturbed"]))
+
+
+@pytest.mark.parametrize("planted", ["TACO-dev", "LiveCodeBench"])
+def test_a_training_problem_that_is_also_evaluated_stops_the_run_before_its_first_expensive_stage(
+    tmp_path, capsys, monkeypatch, planted
+):
+    """The authors' layout (released train and perturbed dev) with one evaluation problem planted
+    in training under an id of its own: the run stops in one line naming both ids, before the base
+    model is even exported (the trajectories come after it)."""
+    from cobalt import reproduce
+    from cobalt.data.embedded import problem_records
+    from cobalt.data.perturb import perturb_records
+    from cobalt.jsonl import write_jsonl
+
+    records = problem_records()
+    train = records[:6]
+    dev, _ = perturb_records(enumerate(records[6:9], start=1))
+    lcb_file(tmp_path / "test6.jsonl", limit=2, start=20)
+    if planted == "TACO-dev":
+        train.append({**dev[1], "id": "train-planted"})
+        expected = f"TACO-dev: train train-planted = {dev[1]['id']} (statement+tests)"
+    else:
+        train.append({**records[21], "id": "train-planted"})
+        expected = "LiveCodeBench: train train-planted = lcb-0001 (statement"
+    write_jsonl(tmp_path / "train.jsonl", train)
+    write_jsonl(tmp_path / "ptb.jsonl", dev)
+    reached = []
+    monkeypatch.setattr(reproduce, "base_model", lambda run, inputs: reached.append(1) or 1 / 0)
+    argv = ["--rehearse", "--profile", "multi_turn_qwen3_8b", "--taco", str(tmp_path / "train.jsonl"),
+            "--taco_dev", str(tmp_path / "ptb.jsonl"), "--lcb", str(tmp_path / "test6.jsonl"),
+            "--run_dir", str(tmp_path / "run")]  # fmt: skip
+    assert reproduce.main(argv) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: ") and expected in err[0], err
+    assert "--allow_overlap" in err[0] and reached == []
+    assert not (tmp_path / "run/trajectories").exists()

@@ -54,6 +54,23 @@ def paper_rows(report: dict, paper: dict) -> list[str]:
     return rows
 
 
+def overlap_lines(root: Path) -> list[str]:
+    """The report's first lines when the run trained on evaluation problems (``--allow_overlap``)."""
+    path = root / "data/overlap.json"
+    if not path.exists():
+        return []
+    record = json.loads(path.read_text())
+    if not record.get("allowed"):
+        return []
+    found = record.get("overlaps", [])
+    if not found:
+        return ["**Run with `--allow_overlap`**; no training problem was found in an evaluation set."]
+    named = ", ".join(f"{o['train_id']} = {o['eval_set']} {o['eval_id']}" for o in found[:8])
+    more = f" and {len(found) - 8} more" if len(found) > 8 else ""
+    return [f"**Trained on evaluation problems (`--allow_overlap`)**: {len(found)} training problem(s) "
+            f"are also evaluated ({named}{more}). The Pass@1 below is not a held-out figure."]  # fmt: skip
+
+
 def write_paper_report(run, profile: str, base: dict, trained: dict, seconds: float) -> Path:
     """``report/report.json``, one figure per problem set and ``report/report.md``."""
     out = run.root / "report"
@@ -70,7 +87,7 @@ def write_paper_report(run, profile: str, base: dict, trained: dict, seconds: fl
         "seconds": round(seconds, 1),
     }
     (out / "report.json").write_text(json.dumps(report, indent=1))
-    lines = [f"# COBALT, the paper's chain — profile `{profile}`", ""]
+    lines = [f"# COBALT, the paper's chain — profile `{profile}`", "", *overlap_lines(run.root), ""]
     if run.cfg.rehearse:
         lines += ["**A rehearsal on CPU**: SmolLM2 stands in for the base model and GRPO trained a tiny random "
                   "model for one step, so the numbers below say the chain runs, not what it learns.", ""]  # fmt: skip
