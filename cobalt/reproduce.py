@@ -60,6 +60,7 @@ class PaperConfig:
     evaluator_config: str = "evaluator"
     rehearse: bool = False
     paper: dict = dataclasses.field(default_factory=dict)
+    grpo_overrides: list = dataclasses.field(default_factory=list)  # hydra overrides (CLI: after --)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -221,9 +222,12 @@ def given_trajectories(run: Run, path: Path) -> Path:
 
 # ---------------------------------------------------------------------------------- training data
 def training_data(run: Run, inputs: Inputs, files: dict[str, Path], evaluated: dict[str, Path],
-                  tokenizer: str) -> Path:  # fmt: skip
+                  tokenizer: str, validation_trajectories: Path | None = None) -> Path:  # fmt: skip
     """The veRL parquet GRPO trains on: bandit prompts of the trajectories with the perturbed ones
-    mixed in (multi-turn), or the training problems' turn-0 prompts (single-turn)."""
+    mixed in (multi-turn), or the training problems' turn-0 prompts (single-turn). The validation
+    prompts (``--is_test``) come from ``validation_trajectories``, the base model's evaluated
+    trajectories on TACO-dev, problems never trained on (the authors cut theirs from the
+    validation set's trajectories the same way)."""
     data = run.root / "data"
     if single_turn(inputs.profile):
         out = data / "verl_single_turn"
@@ -234,9 +238,13 @@ def training_data(run: Run, inputs: Inputs, files: dict[str, Path], evaluated: d
     prompts = {}
     for tag, source in evaluated.items():
         prompts[tag] = bandit_prompts(run, tag, source, tokenizer)
+    if validation_trajectories is None:
+        raise ValueError(
+            "the validation prompts need the trajectories of problems not trained on (TACO-dev's)"
+        )
     validation = data / "bandit_validation.jsonl"
     run.stage("bandit prompts (validation)", validation.exists, lambda: run.command("bandit_validation", [
-        *python(ROOT / "preproc/process_multi_turn_taco.py"), "-i", evaluated["trajectories"], "-o", validation,
+        *python(ROOT / "preproc/process_multi_turn_taco.py"), "-i", validation_trajectories, "-o", validation,
         "--model_name", tokenizer, "--is_test"]))  # fmt: skip
     parquet = {tag: verl_parquet(run, tag, path, validation) for tag, path in prompts.items()}
     if "trajectories_perturbed" not in parquet:
@@ -272,11 +280,20 @@ def grpo(run: Run, train_file: Path, model: str) -> Path:
     val_file = train_file.parent / "test.parquet"
     if not val_file.exists():  # the mixed set validates on the unperturbed prompts' validation file
         val_file = run.root / "data/verl_trajectories/test.parquet"
+    cmd = grpo_command(run.cfg, run.profile, run.address, checkpoints, train_file, val_file, model)
+    run.stage("GRPO", lambda: trained_model(checkpoints) is not None, lambda: run.command("grpo", cmd))
+    return trained_model(checkpoints)
+
+
+def grpo_command(cfg: PaperConfig, profile: str, address: str, checkpoints: Path, train_file: Path,
+                 val_file: Path, model: str) -> list:  # fmt: skip
+    """The GRPO stage's command line: the launcher with the profile, the chain's files, then the
+    user's hydra overrides (``-- key=value ...``; later wins)."""
     from cobalt.train.profile import override
 
-    cmd = [*python("cobalt.train.launch"), "--profile", run.profile, "--evaluator_config", run.cfg.evaluator_config,
-           "--address", run.address, override("trainer.default_local_dir", str(checkpoints))]  # fmt: skip
-    if run.cfg.rehearse:  # the profile's topology and batch on a tiny model; its prompts from this run
+    cmd = [*python("cobalt.train.launch"), "--profile", profile, "--evaluator_config", cfg.evaluator_config,
+           "--address", address, override("trainer.default_local_dir", str(checkpoints))]  # fmt: skip
+    if cfg.rehearse:  # the profile's topology and batch on a tiny model; its prompts from this run
         cmd += ["--rehearse", "--rehearse_prompts", train_file]
     else:
         cmd += [
@@ -284,8 +301,7 @@ def grpo(run: Run, train_file: Path, model: str) -> Path:
             override("data.val_files", str(val_file)),
             override("actor_rollout_ref.model.path", model),
         ]
-    run.stage("GRPO", lambda: trained_model(checkpoints) is not None, lambda: run.command("grpo", cmd))
-    return trained_model(checkpoints)
+    return cmd + list(cfg.grpo_overrides)
 
 
 def trained_model(checkpoints: Path) -> Path | None:
@@ -373,7 +389,7 @@ def run_chain(run: Run, inputs: Inputs) -> Path:
     with chain_cluster(run, inputs):
         base_stages()
         stop_engine(run)  # the trainer needs the memory
-        train_file = training_data(run, inputs, files, evaluated, str(model))
+        train_file = training_data(run, inputs, files, evaluated, str(model), base_evals.get("eval_base_dev"))
         trained = grpo(run, train_file, str(model))
         trained_evals |= self_debug_side_by_side(
             run, "trained model", trained, evaluation_chains(run, "trained", files)
@@ -399,12 +415,17 @@ def dry_run_plan(cfg: PaperConfig, inputs: Inputs) -> dict:
         int(overrides.get("trainer.nnodes", 1)),
     )
     detected, why = gpu_count()
+    run = Path("<run>")  # the GRPO stage's command, as the chain would give it
+    command = grpo_command(cfg, inputs.profile, inputs.address or "<the chain's Ray head>", run / "checkpoints",
+                           run / "data/train.parquet", run / "data/test.parquet",
+                           cfg.model or profile_model(inputs.profile))  # fmt: skip
     return {
         "profile": inputs.profile,
         "base_model": cfg.model or profile_model(inputs.profile),
         "single_turn": single_turn(inputs.profile),
         "chain": dataclasses.asdict(cfg) | {"paper": cfg.paper.get(inputs.profile)},
         "grpo": {k: overrides.get(k, "(veRL default)") for k in keys},
+        "grpo_command": [str(word) for word in command],
         "gpus": {
             "per_node": gpus_per_node,
             "nodes": nodes,
@@ -433,8 +454,12 @@ def missing_gpus(cfg: PaperConfig, inputs: Inputs) -> str | None:
 
 
 def main(argv=None) -> int:
+    from cobalt.train.profile import split_overrides
+
+    argv, grpo_overrides = split_overrides(sys.argv[1:] if argv is None else argv)
+    usage = "%(prog)s --profile P --taco T --lcb L [options] [-- hydra overrides for GRPO ...]"
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter,
-                                epilog=__doc__.split("\n\n", 1)[1])  # fmt: skip
+                                epilog=__doc__.split("\n\n", 1)[1], usage=usage)  # fmt: skip
     p.add_argument(
         "--profile",
         required=True,
@@ -484,6 +509,13 @@ def main(argv=None) -> int:
     cfg = from_dict(PaperConfig, load_config(config), source=f"configs/{config}")
     if args.evaluator_config:
         cfg = dataclasses.replace(cfg, evaluator_config=args.evaluator_config)
+    if grpo_overrides:
+        from cobalt.train.profile import override_error
+
+        for item in grpo_overrides:
+            if override_error(item):
+                p.error(f"after --: {override_error(item)}")
+        cfg = dataclasses.replace(cfg, grpo_overrides=[*cfg.grpo_overrides, *grpo_overrides])
     inputs = Inputs(
         args.profile,
         args.taco,

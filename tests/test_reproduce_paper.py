@@ -255,3 +255,27 @@ def test_a_training_problem_that_is_also_evaluated_stops_the_run_before_its_firs
     assert len(err) == 1 and err[0].startswith("error: ") and expected in err[0], err
     assert "--allow_overlap" in err[0] and reached == []
     assert not (tmp_path / "run/trajectories").exists()
+
+
+def test_validation_prompts_come_from_problems_never_trained_on(tmp_path, tiny_tokenizer_dir):
+    """training_data's real commands (bandit prompts, validation prompts, veRL parquet) on hand-made
+    trajectories: the training set's problems t*, TACO-dev's evaluated d*. Validation holds d* only."""
+    from data_fixtures import trajectory
+
+    from cobalt.config import from_dict, load_config
+    from cobalt.jsonl import write_jsonl
+    from cobalt.reproduce import Inputs, PaperConfig, training_data
+    from cobalt.stages import Run
+
+    rates = [[0.0, 0.5, 1.0], [0.0, 0.0, 1.0], [0.5, 1.0, 1.0], [0.0, 0.2, 0.4]]
+    write_jsonl(tmp_path / "train_eval.jsonl", [trajectory(f"t{i}", rates) for i in range(4)])
+    write_jsonl(tmp_path / "dev_eval.jsonl", [trajectory(f"d{i}", rates) for i in range(3)])
+    cfg = from_dict(PaperConfig, load_config("paper_rehearsal"))
+    run = Run(tmp_path / "run", cfg, "multi_turn_qwen3_8b")
+    inputs = Inputs("multi_turn_qwen3_8b", "unused", "unused")
+    train_file = training_data(run, inputs, {}, {"trajectories": tmp_path / "train_eval.jsonl"},
+                               str(tiny_tokenizer_dir), tmp_path / "dev_eval.jsonl")  # fmt: skip
+    trained = {r["example_id"] for r in load_jsonl(run.root / "data/bandit_trajectories.jsonl")}
+    validation = [r["example_id"] for r in load_jsonl(run.root / "data/bandit_validation.jsonl")]
+    assert trained == {"t0", "t1", "t2", "t3"} and train_file.exists()
+    assert validation and set(validation) <= {"d0", "d1", "d2"}, validation
