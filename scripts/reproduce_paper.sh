@@ -4,6 +4,7 @@
 #   bash scripts/reproduce_paper.sh --profile multi_turn_qwen3_8b --taco TACO.parquet --lcb test6.jsonl
 #   bash scripts/reproduce_paper.sh ... --dry-run     # every stage's settings and the GPUs it needs
 #   bash scripts/reproduce_paper.sh ... --rehearse    # the same chain cut down for a CPU
+#   bash scripts/reproduce_paper.sh ... -- KEY=VALUE  # hydra overrides for the GRPO stage (after the profile's)
 # Re-running resumes the newest unfinished run under runs/paper/<profile>/.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)

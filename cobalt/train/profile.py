@@ -173,3 +173,27 @@ def within_evaluator_capacity(overrides: list[str], capacity: int) -> tuple[list
         "once, and a call waiting in it would count against the reward's call timeout"
     )
     return lowered, note
+
+
+def split_overrides(argv: list[str]) -> tuple[list[str], list[str]]:
+    """A command line's own arguments, and the hydra overrides after its first ``--``."""
+    argv = list(argv)
+    if "--" not in argv:
+        return argv, []
+    cut = argv.index("--")
+    return argv[:cut], argv[cut + 1 :]
+
+
+def override_error(item: str) -> str | None:
+    """Why hydra would refuse ``item`` as an override (one line), or None when it reads it."""
+    if "=" not in item and not item.startswith("~"):
+        return f"{item!r} is not a hydra override: expected key=value (e.g. +{ATTENTION_KEY}=sdpa)"
+    try:
+        _override_parser().parse_override(item)
+    except Exception as e:
+        reason = str(e).strip().splitlines()[-1] if str(e).strip() else type(e).__name__
+        return f"{item!r} is not a hydra override: {reason} (quote a value with ',' or '=' as 'value')"
+    return None
+
+
+ATTENTION_KEY = "actor_rollout_ref.model.override_config.attn_implementation"
