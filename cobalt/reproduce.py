@@ -26,6 +26,7 @@ import sys
 import time
 from pathlib import Path
 
+from cobalt import preflight
 from cobalt.argtypes import caller_path
 from cobalt.config import from_dict, load_config
 from cobalt.data.sources import file_shape
@@ -174,6 +175,45 @@ def refuse_overlap(run: Run, inputs: Inputs, files: dict[str, Path]) -> list:
     return found
 
 
+def engine_context(engine_config: str) -> int | None:
+    """The engine's ``max_model_len``; ``None``: the model's own context window."""
+    return ((load_config(engine_config).get("llm") or {}).get("engine_kwargs") or {}).get("max_model_len")
+
+
+def trajectory_shape(path: Path | None) -> dict:
+    """Conversations per problem and feedback turns of the trajectories trained on (read from
+    their first record: given ones are what they are, whatever the config says)."""
+    first = next(iter(read_jsonl(path)), None) if path else None
+    if not first or not first.get("all_pass_rates"):
+        return {"trajectory_samples": None, "trajectory_turns": None}
+    rates = first["all_pass_rates"]
+    return {"trajectory_samples": len(rates), "trajectory_turns": len(rates[0]) - 1}
+
+
+def write_setting(run: Run, inputs: Inputs, model: Path, evaluated: dict[str, Path]) -> dict:
+    """``data/setting.json``: what the report compares with the paper's setting
+    (:mod:`cobalt.eval.comparability`)."""
+    cfg = run.cfg
+    overlap = run.root / "data/overlap.json"
+    setting = {
+        "split": split_of(inputs),
+        "model": str(model),
+        "paper_model": profile_model(inputs.profile),
+        "rehearsal": cfg.rehearse,
+        "eval_samples": cfg.eval_samples,
+        "eval_turns": cfg.eval_turns,
+        **trajectory_shape(evaluated.get("trajectories")),
+        "given_trajectories": bool(inputs.trajectories),
+        "context": engine_context(cfg.engine_config),
+        "max_problems": cfg.max_problems,
+        "perturbed_mix": None if single_turn(inputs.profile) else "trajectories_perturbed" in evaluated,
+        "perturbed_ratio": cfg.perturbed_ratio,
+        "overlaps": len(json.loads(overlap.read_text())["overlaps"]) if overlap.exists() else 0,
+    }
+    run.path("data/setting.json").write_text(json.dumps(setting, indent=1))
+    return setting
+
+
 def copy_records(run: Run, source: str, out: Path) -> None:
     """Problem records as given, every one and in order (checked as problem records)."""
     from cobalt.infer.records import load_problems
@@ -208,15 +248,31 @@ def trajectory_chains(run: Run, files: dict[str, Path]) -> dict[str, Chain]:
     }  # fmt: skip
 
 
-def given_trajectories(run: Run, path: Path) -> Path:
+def given_trajectories(run: Run, path: Path, tag: str = "trajectories") -> Path:
+    """Given trajectories (``--trajectories``, ``--trajectories_perturbed``), with their hidden-test
+    pass rates (evaluated here unless they carry them)."""
     first = next(iter(read_jsonl(path)), {})
     if "all_pass_rates" in first:
         return path
-    out = run.root / "trajectories/eval.jsonl"
-    run.stage("given trajectories: hidden tests", lambda: line_count(out) == line_count(path),
-              lambda: run.command("trajectories_eval", [ROOT / "scripts/eval_multi_turn.py", "-i", path,
-                                                        "-o", run.path("trajectories/eval.jsonl"),
-                                                        "--address", run.address]))  # fmt: skip
+    out = run.root / f"{tag}/eval.jsonl"
+    what = "given trajectories" + ("" if tag == "trajectories" else " (perturbed)")
+    run.stage(f"{what}: hidden tests", lambda: line_count(out) == line_count(path),
+              lambda: run.command(f"{tag}_eval", [ROOT / "scripts/eval_multi_turn.py", "-i", path,
+                                                  "-o", run.path(f"{tag}/eval.jsonl"),
+                                                  "--address", run.address]))  # fmt: skip
+    return out
+
+
+def given(run: Run, inputs: Inputs) -> dict[str, Path]:
+    """The given trajectories by tag: the perturbed ones only with ``--trajectories_perturbed`` (without,
+    no perturbed rows are mixed in, and the report says so)."""
+    out = {"trajectories": given_trajectories(run, Path(inputs.trajectories))}
+    if inputs.trajectories_perturbed:
+        out["trajectories_perturbed"] = given_trajectories(
+            run, Path(inputs.trajectories_perturbed), "trajectories_perturbed"
+        )
+    else:
+        run.log("--trajectories without --trajectories_perturbed: no perturbed rows are mixed in")
     return out
 
 
@@ -383,7 +439,7 @@ def run_chain(run: Run, inputs: Inputs) -> Path:
         base_evals.update({tag: path for tag, path in done.items() if tag.startswith("eval_")})
         evaluated.update({tag: path for tag, path in done.items() if tag.startswith("trajectories")})
         if inputs.trajectories and not single_turn(inputs.profile):
-            evaluated["trajectories"] = given_trajectories(run, Path(inputs.trajectories))
+            evaluated.update(given(run, inputs))
 
     trained_evals: dict[str, Path] = {}
     with chain_cluster(run, inputs):
@@ -395,6 +451,7 @@ def run_chain(run: Run, inputs: Inputs) -> Path:
             run, "trained model", trained, evaluation_chains(run, "trained", files)
         )
         stop_engine(run)
+    write_setting(run, inputs, model, evaluated)
     from cobalt.eval.paper_report import write_paper_report
 
     return write_paper_report(run, inputs.profile, base_evals, trained_evals, time.monotonic() - started)
@@ -426,6 +483,7 @@ def dry_run_plan(cfg: PaperConfig, inputs: Inputs) -> dict:
         "chain": dataclasses.asdict(cfg) | {"paper": cfg.paper.get(inputs.profile)},
         "grpo": {k: overrides.get(k, "(veRL default)") for k in keys},
         "grpo_command": [str(word) for word in command],
+        "attention": preflight.attention(inputs.profile, cfg.rehearse, cfg.grpo_overrides).note,
         "gpus": {
             "per_node": gpus_per_node,
             "nodes": nodes,
@@ -475,6 +533,9 @@ def main(argv=None) -> int:
         type=caller_path,
         help="offline trajectories to learn from instead of generating them",
     )
+    p.add_argument("--trajectories_perturbed", default=None, type=caller_path, help="with --trajectories: "
+                   "the trajectories on perturbed public tests, mixed in as the paper does (without, the run "
+                   "trains on no perturbed rows and the report says so)")  # fmt: skip
     p.add_argument("--taco_dev", default=None, type=caller_path, help="problem records to evaluate as TACO-dev "
                    "instead of the dev split of --taco (perturbed in place unless they carry "
                    "perturbed_public_test_cases, as the authors' TACO-Cobalt-PTB)")  # fmt: skip
@@ -525,6 +586,7 @@ def main(argv=None) -> int:
         args.num_gpus,
         args.taco_dev,
         args.allow_overlap,
+        args.trajectories_perturbed,
     )
     if args.dry_run:
         plan = dry_run_plan(cfg, inputs)
@@ -532,6 +594,8 @@ def main(argv=None) -> int:
         if not cfg.rehearse and not args.address and plan["gpus"]["detected_here"] == 0:
             print(f"no GPU here: this run needs {plan['gpus']['total']} (--rehearse runs the chain on CPU)")
         return 0
+    if args.trajectories_perturbed and not args.trajectories:
+        p.error("--trajectories_perturbed goes with --trajectories")
     missing = missing_gpus(cfg, inputs)
     if missing:
         print(f"error: {missing}", file=sys.stderr)

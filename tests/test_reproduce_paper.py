@@ -167,7 +167,12 @@ def test_the_rehearsal_runs_the_whole_chain_to_a_report_beside_the_papers_figure
     step = (run_dir / "logs/grpo.log").read_text(errors="replace").rsplit("rehearsal step: ", 1)[1]
     assert '"world_size": 4' in step and '"rollout_replicas": 4' in step, step[:600]
     md = (run_dir / "report/report.md").read_text()
-    assert "| LiveCodeBench (test6) | trained | 38.5 |" in md and "A rehearsal on CPU" in md
+    assert "A rehearsal on CPU" in md and "## Comparability" in md
+    # a rehearsal's setting is not the paper's: its figures are not set beside the rehearsal's numbers
+    assert (
+        "| LiveCodeBench (test6) | trained | — (model, " in md and "38.5" not in md.split("## Stage times")[0]
+    )
+    assert report["setting"]["split"] == "deterministic" and report["setting"]["perturbed_mix"] is True
     assert not (home / ".ray").exists()
 
 
@@ -279,3 +284,47 @@ def test_validation_prompts_come_from_problems_never_trained_on(tmp_path, tiny_t
     validation = [r["example_id"] for r in load_jsonl(run.root / "data/bandit_validation.jsonl")]
     assert trained == {"t0", "t1", "t2", "t3"} and train_file.exists()
     assert validation and set(validation) <= {"d0", "d1", "d2"}, validation
+
+
+def test_given_trajectories_keep_the_perturbed_mix_and_without_it_the_setting_says_it_is_absent(
+    tmp_path, tiny_tokenizer_dir
+):
+    """--trajectories with --trajectories_perturbed: both enter the bandit prompts and the perturbed
+    rows are mixed in (real commands); with --trajectories alone none are, and data/setting.json,
+    which the report reads, says so."""
+    import pandas as pd
+    from data_fixtures import trajectory
+
+    from cobalt.config import from_dict, load_config
+    from cobalt.jsonl import write_jsonl
+    from cobalt.reproduce import Inputs, PaperConfig, given, training_data, write_setting
+    from cobalt.stages import Run
+
+    rates = [[0.0, 0.5, 1.0], [0.0, 0.0, 1.0], [0.5, 1.0, 1.0], [0.0, 0.2, 0.4]]
+    write_jsonl(tmp_path / "given.jsonl", [trajectory(f"t{i}", rates) for i in range(8)])
+    write_jsonl(tmp_path / "given_ptb.jsonl", [trajectory(f"t{i}", rates) for i in range(8)])
+    write_jsonl(tmp_path / "dev_eval.jsonl", [trajectory(f"d{i}", rates) for i in range(2)])
+    cfg = from_dict(PaperConfig, load_config("paper_rehearsal"))
+    for perturbed in (True, False):
+        run = Run(tmp_path / f"run_{perturbed}", cfg, "multi_turn_qwen3_8b")
+        inputs = Inputs("multi_turn_qwen3_8b", "unused", "unused", trajectories=str(tmp_path / "given.jsonl"),
+                        trajectories_perturbed=str(tmp_path / "given_ptb.jsonl") if perturbed else None)  # fmt: skip
+        evaluated = given(run, inputs)
+        train_file = training_data(
+            run, inputs, {}, evaluated, str(tiny_tokenizer_dir), tmp_path / "dev_eval.jsonl"
+        )
+        setting = write_setting(run, inputs, tmp_path / "model", evaluated)
+        assert setting["perturbed_mix"] is perturbed and (
+            setting["trajectory_samples"],
+            setting["trajectory_turns"],
+        ) == (4, 2)
+        base_rows = len(pd.read_parquet(run.root / "data/verl_trajectories/train.parquet"))
+        if perturbed:
+            assert (
+                train_file == run.root / "data/verl_mixed/train.parquet"
+                and "perturbed rows mixed in" in run.state
+            )
+            assert len(pd.read_parquet(train_file)) > base_rows  # the perturbed rows are in
+        else:
+            assert train_file == run.root / "data/verl_trajectories/train.parquet"
+            assert "perturbed rows mixed in" not in run.state

@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from cobalt.eval import comparability
+from cobalt.eval.comparability import blockers, differences, read_setting
 from cobalt.eval.comparison import compare, plot_comparison
 from cobalt.eval.quickstart_report import commands, jsonable, stage_times
 from cobalt.eval.repair import compare_repair, repair_section
@@ -35,9 +37,10 @@ def evaluation(run, suffix: str, base: dict, trained: dict) -> dict | None:
     }
 
 
-def paper_rows(report: dict, paper: dict) -> list[str]:
+def paper_rows(report: dict, paper: dict, diffs: dict) -> list[str]:
     """The paper's headline figures beside this run's Pass@1 at the first answer and after the
-    last feedback turn."""
+    last feedback turn; a figure whose setting this run does not match is left out, with the
+    aspects that differ (:mod:`cobalt.eval.comparability`)."""
     rows = [
         "| problem set | model | the paper | this run, turn 0 | this run, last turn |",
         "|---|---|---:|---:|---:|",
@@ -48,9 +51,9 @@ def paper_rows(report: dict, paper: dict) -> list[str]:
         for model, paper_key in (("base", base_key), ("trained", trained_key)):
             curve = report[key]["pass_at_1"][model]["pass_at_1"]
             figure = paper.get(paper_key) if paper_key else None
-            rows.append(
-                f"| {title} | {model} | {'' if figure is None else figure} | {curve[0]:.1f} | {curve[-1]:.1f} |"
-            )
+            differ = blockers(paper_key, diffs) if figure is not None else []
+            cell = "" if figure is None else f"— ({', '.join(differ)} differ)" if differ else figure
+            rows.append(f"| {title} | {model} | {cell} | {curve[0]:.1f} | {curve[-1]:.1f} |")
     return rows
 
 
@@ -86,12 +89,19 @@ def write_paper_report(run, profile: str, base: dict, trained: dict, seconds: fl
         "commands": run.state.get("commands", {}),
         "seconds": round(seconds, 1),
     }
+    setting = read_setting(run.root)
+    diffs = differences(setting)
+    report["setting"], report["differences"] = setting, {k: list(v) for k, v in diffs.items()}
     (out / "report.json").write_text(json.dumps(report, indent=1))
     lines = [f"# COBALT, the paper's chain — profile `{profile}`", "", *overlap_lines(run.root), ""]
+    if setting and setting.get("perturbed_mix") is False:
+        lines += ["**No perturbed training rows**: the run was given trajectories without "
+                  "`--trajectories_perturbed`, so nothing with perturbed feedback was mixed in; the paper's "
+                  "TACO-dev figure (COBALT-FT with perturbed training) is left out.", ""]  # fmt: skip
     if run.cfg.rehearse:
         lines += ["**A rehearsal on CPU**: SmolLM2 stands in for the base model and GRPO trained a tiny random "
                   "model for one step, so the numbers below say the chain runs, not what it learns.", ""]  # fmt: skip
-    lines += ["## Beside the paper", "", *paper_rows(report, paper), ""]
+    lines += [*comparability.section(diffs), "## Beside the paper", "", *paper_rows(report, paper, diffs), ""]
     for key, *_rest in SETS.values():
         if key in report:
             section = report[key]
