@@ -218,6 +218,24 @@ DENIED_SYSCALLS = {
     # by its requests, one after the other)
     "mq_open": (240, 180), "mq_unlink": (241, 181), "mq_timedsend": (242, 182),
     "mq_timedreceive": (243, 183), "mq_notify": (244, 184), "mq_getsetattr": (245, 185),
+    # another process's memory or descriptors (ptrace's checks stop them too; no program needs them)
+    "process_vm_readv": (310, 270), "process_vm_writev": (311, 271), "pidfd_getfd": (438, 438),
+    "process_madvise": (440, 440),
+}
+# Calls that change a process's attributes, allowed on the caller alone: aimed at a warm sandbox's
+# init, its session or the uid, they would reach every later request (limits, nice, scheduling,
+# CPUs, I/O priority, memory placement). {name: ((x86_64, aarch64), {argument: required value})};
+# pid 0 is the caller (glibc's setrlimit, nice, os.sched_setaffinity(0, ...) pass it).
+SELF_ONLY_SYSCALLS = {
+    "prlimit64": ((302, 261), {0: 0}),
+    "setpriority": ((141, 140), {0: 0, 1: 0}),  # PRIO_PROCESS, the caller
+    "sched_setparam": ((142, 118), {0: 0}),
+    "sched_setscheduler": ((144, 119), {0: 0}),
+    "sched_setaffinity": ((203, 122), {0: 0}),
+    "sched_setattr": ((314, 274), {0: 0}),
+    "ioprio_set": ((251, 30), {0: 1, 1: 0}),  # IOPRIO_WHO_PROCESS, the caller
+    "migrate_pages": ((256, 238), {0: 0}),
+    "move_pages": ((279, 239), {0: 0}),
 }
 IOCTL = (16, 29)
 TIOCSTI = 0x5412  # push characters into a terminal's input: a way out through a shared tty
@@ -238,7 +256,8 @@ class _SockFprog(ctypes.Structure):
 
 def seccomp_program(machine):
     """The BPF filter: other architectures (i386 via int 0x80) are killed, the x32 ABI and the
-    calls above get EPERM, ioctl(TIOCSTI) too; everything else is allowed."""
+    calls above get EPERM, ioctl(TIOCSTI) too, and the self-only calls unless their arguments name
+    the caller; everything else is allowed."""
     arch, column = AUDIT_ARCHES[machine]
     denied = sorted({numbers[column] for numbers in DENIED_SYSCALLS.values()})
     prog = [(BPF_LD_W_ABS, 0, 0, 4), (BPF_JEQ_K, 1, 0, arch), (BPF_RET_K, 0, 0, RET_KILL),
@@ -247,11 +266,26 @@ def seccomp_program(machine):
         prog += [(BPF_JGE_K, 0, 1, X32_SYSCALL_BIT), (BPF_RET_K, 0, 0, RET_EPERM)]
     for number in denied:
         prog += [(BPF_JEQ_K, 0, 1, number), (BPF_RET_K, 0, 0, RET_EPERM)]
-    prog += [(BPF_JEQ_K, 0, 3, IOCTL[column]),
-             (BPF_LD_W_ABS, 0, 0, 24),  # low 32 bits of the second argument (the request)
-             (BPF_JEQ_K, 0, 1, TIOCSTI), (BPF_RET_K, 0, 0, RET_EPERM),
-             (BPF_RET_K, 0, 0, RET_ALLOW)]
-    return prog
+    rules = [(numbers[column], required) for numbers, required in SELF_ONLY_SYSCALLS.values()]
+    rules.append((IOCTL[column], {1: TIOCSTI}))  # ioctl is allowed unless its request is TIOCSTI
+    for number, required in rules:
+        prog += argument_rule(number, required, allow_if_equal=number != IOCTL[column])
+    return prog + [(BPF_RET_K, 0, 0, RET_ALLOW)]
+
+
+def argument_rule(number, required, allow_if_equal=True):
+    """Instructions that decide call ``number`` by the low 32 bits of its arguments (pids and the
+    like are ints): allowed if every ``{argument: value}`` matches, else EPERM (the reverse with
+    ``allow_if_equal`` false). Other calls skip it with the call's number still loaded."""
+    checks = []
+    for argument, value in sorted(required.items()):
+        checks += [(BPF_LD_W_ABS, 0, 0, 16 + 8 * argument), (BPF_JEQ_K, 0, 0, value)]
+    match, mismatch = (RET_ALLOW, RET_EPERM) if allow_if_equal else (RET_EPERM, RET_ALLOW)
+    body = checks + [(BPF_RET_K, 0, 0, match), (BPF_RET_K, 0, 0, mismatch)]
+    for at in range(1, len(checks), 2):  # a mismatch jumps to the last instruction
+        code, _, _, value = body[at]
+        body[at] = (code, 0, len(body) - 2 - at, value)
+    return [(BPF_JEQ_K, 0, len(body), number)] + body
 
 
 def apply_seccomp():
@@ -666,11 +700,8 @@ def remove_tree(top):
                     if entry.is_dir(follow_symlinks=False):
                         hoisted += 1
                         target = ".rm-%s-%d" % (tag, hoisted)
-                        try:
-                            os.rename(entry.name, target, src_dir_fd=fd, dst_dir_fd=top_fd)
+                        if hoist(entry.name, fd, target, top_fd):
                             pending.append(target)
-                        except OSError:
-                            pass
                     else:
                         unlink_entry(entry.name, fd)  # links, FIFOs, sockets: the entry, never its target
             finally:
@@ -689,6 +720,38 @@ def remove_tree(top):
         pass
 
 
+def hoist(name, dir_fd, target, top_fd):
+    """Move the directory ``name`` into the top as ``target``. Moving a directory to another
+    parent rewrites its ``..``, which needs write permission on it: one a program made read-only
+    (mode 000) is made writable first."""
+    for attempt in range(2):
+        try:
+            os.rename(name, target, src_dir_fd=dir_fd, dst_dir_fd=top_fd)
+            return True
+        except PermissionError:
+            if attempt or make_writable(name, dir_fd) is None:
+                return False
+        except OSError:
+            return False
+    return False
+
+
+def make_writable(name, dir_fd=None, then_open=None):
+    """chmod 0700 the directory ``name`` itself (never a link's target: through a descriptor of
+    it), then open it with ``then_open`` flags if given; None if it is no directory or gone."""
+    try:
+        held = os.open(name, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
+    except OSError:
+        return None
+    try:
+        os.chmod("/proc/self/fd/%d" % held, 0o700)
+        return os.open("/proc/self/fd/%d" % held, then_open) if then_open is not None else True
+    except OSError:
+        return None
+    finally:
+        os.close(held)
+
+
 def open_dir(name, dir_fd=None):
     """A descriptor of the directory ``name`` itself (never a link's target), made readable again
     if a program locked it; None if it is no directory or gone."""
@@ -696,20 +759,9 @@ def open_dir(name, dir_fd=None):
     try:
         return os.open(name, flags, dir_fd=dir_fd)
     except PermissionError:
-        pass
+        return make_writable(name, dir_fd, then_open=flags & ~os.O_NOFOLLOW)
     except OSError:
         return None
-    try:  # chmod the directory we hold, through its descriptor, then open it again
-        held = os.open(name, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
-    except OSError:
-        return None
-    try:
-        os.chmod("/proc/self/fd/%d" % held, 0o700)
-        return os.open("/proc/self/fd/%d" % held, flags & ~os.O_NOFOLLOW)
-    except OSError:
-        return None
-    finally:
-        os.close(held)
 
 
 def unlink_entry(name, dir_fd):
@@ -998,17 +1050,20 @@ def serve(stdin):
     out = sys.stdout.buffer
     out.write(b"ready\n")
     out.flush()
+    roots = {}  # scratch root -> its attributes before the first request
     while True:
         line = stdin.readline()
         if not line:
             return
         request = marshal.loads(stdin.read(int(line)))
+        for top in request["limits"]["scratch_mounts"]:
+            roots.setdefault(top, root_attributes(top))
         pid = os.fork()
         if pid == 0:
             run_request_process(request)
         _, status = os.waitpid(pid, 0)
         kill_all_others()
-        clear_scratch(request["limits"]["scratch_mounts"])
+        clear_scratch(roots)
         out.write(b"end %d\n" % os.waitstatus_to_exitcode(status))
         out.flush()
 
@@ -1017,6 +1072,7 @@ def run_request_process(request):
     """The forked request process: everything of one request happens here. Never returns."""
     status = 1
     try:
+        os.setsid()  # a session (and autogroup) of its own: nothing set on it outlives the request
         null = os.open(os.devnull, os.O_RDONLY)
         os.dup2(null, 0)  # the request stream is the init's alone
         os.close(null)
@@ -1044,10 +1100,12 @@ def kill_all_others():
             return
 
 
-def clear_scratch(mounts):
-    """Empty every scratch filesystem (no process is left to race this); anything that stays
-    ends this sandbox."""
-    for top in mounts:
+def clear_scratch(roots):
+    """Put every scratch filesystem back as it was before the first request (no process is left
+    to race this): the root's own attributes, then nothing in it, then its times. Anything that
+    does not come back ends this sandbox."""
+    for top, attributes in roots.items():
+        restore_root(top, attributes)
         for entry in list_dir(top) or ():
             if entry.is_dir(follow_symlinks=False):
                 remove_tree(entry.path)
@@ -1055,6 +1113,55 @@ def clear_scratch(mounts):
                 os.unlink(entry.path)
         if list_dir(top):
             raise OSError(f"{top} is not empty after the request")
+        os.utime(top, ns=attributes["times"], follow_symlinks=False)  # emptying it set them
+        if root_attributes(top) != attributes:
+            raise OSError(f"{top}'s own attributes could not be restored after the request")
+
+
+FS_IOC_GETFLAGS, FS_IOC_SETFLAGS = 0x80086601, 0x40086602
+
+
+def root_attributes(top):
+    """What a request may change of a scratch root itself (it owns it): mode, owner, times,
+    extended attributes (POSIX ACLs among them) and inode flags (chattr's)."""
+    st = os.stat(top, follow_symlinks=False)
+    names = os.listxattr(top, follow_symlinks=False)
+    return {
+        "mode": st.st_mode, "owner": (st.st_uid, st.st_gid), "times": (st.st_atime_ns, st.st_mtime_ns),
+        "xattrs": {name: os.getxattr(top, name, follow_symlinks=False) for name in names},
+        "flags": inode_flags(top),
+    }
+
+
+def inode_flags(top, new=None):
+    """The inode flags of a directory (setting them to ``new`` first); None where the filesystem
+    has none."""
+    import fcntl
+
+    fd = os.open(top, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        if new is not None:
+            fcntl.ioctl(fd, FS_IOC_SETFLAGS, new.to_bytes(8, sys.byteorder))
+        return int.from_bytes(fcntl.ioctl(fd, FS_IOC_GETFLAGS, bytes(8))[:4], sys.byteorder)
+    except OSError as exc:
+        if exc.errno in (25, 95):  # ENOTTY, EOPNOTSUPP: no inode flags here
+            return None
+        raise
+    finally:
+        os.close(fd)
+
+
+def restore_root(top, attributes):
+    """Undo what a request did to a scratch root's own attributes (an ACL or mode that leaves
+    later requests unable to write, xattrs, inode flags); its times come last, in clear_scratch."""
+    for name in os.listxattr(top, follow_symlinks=False):
+        if name not in attributes["xattrs"]:
+            os.removexattr(top, name, follow_symlinks=False)
+    for name, value in attributes["xattrs"].items():
+        os.setxattr(top, name, value, follow_symlinks=False)
+    if attributes["flags"] is not None and inode_flags(top) != attributes["flags"]:
+        inode_flags(top, attributes["flags"])
+    os.chmod(top, attributes["mode"] & 0o7777)  # a mount point: never a link
 
 
 if __name__ == "__main__":
