@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import types
+import typing
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -27,10 +29,13 @@ def load_config(name_or_path: str | os.PathLike) -> dict[str, Any]:
     A file may start from another: ``extends: <name>`` names a file in its own directory (or a
     path relative to it); the child's keys win and mappings merge key by key, so a child lists
     only what it changes (a ``null`` value is kept: readers treat it as "not set")."""
+    return _load_chain(config_path(name_or_path), ())
+
+
+def config_path(name_or_path: str | os.PathLike) -> Path:
+    """``configs/<name>.yaml``, or the path itself if it names a YAML file."""
     path = Path(name_or_path)
-    if path.suffix not in (".yaml", ".yml"):
-        path = config_dir() / f"{name_or_path}.yaml"
-    return _load_chain(path, ())
+    return path if path.suffix in (".yaml", ".yml") else config_dir() / f"{name_or_path}.yaml"
 
 
 def _load_chain(path: Path, seen: tuple[Path, ...]) -> dict[str, Any]:
@@ -73,10 +78,64 @@ def merge(base: dict, top: dict) -> dict:
 
 
 def from_dict(cls: type[T], data: dict[str, Any] | None, source: str = "config") -> T:
-    """Build a dataclass from a dict, rejecting unknown keys by name."""
+    """Build a dataclass from a dict, rejecting unknown keys, values of the wrong type (by the
+    field's annotation) and values out of range (the class's own checks) by name."""
     data = dict(data or {})
     names = {f.name for f in dataclasses.fields(cls)}
     unknown = sorted(set(data) - names)
     if unknown:
         raise ConfigError(f"{source}: unknown key(s) {unknown}; expected some of {sorted(names)}")
-    return cls(**data)
+    hints = typing.get_type_hints(cls)
+    for key, value in data.items():
+        if not has_type(value, hints[key]):
+            raise ConfigError(
+                f"{source}: {key} must be {type_name(hints[key])}, not {value!r} ({type(value).__name__})"
+            )
+    try:
+        return cls(**data)
+    except (ValueError, TypeError) as e:  # the class's own range checks
+        raise ConfigError(f"{source}: {e}") from None
+
+
+def has_type(value: Any, annotation: Any) -> bool:
+    """Whether a value read from YAML fits a field's annotation. An int fits a float (YAML
+    writes 4 for 4.0); a bool fits neither (it is an int in Python); a list fits a tuple."""
+    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if annotation is Any:
+        return True
+    if origin in (typing.Union, types.UnionType):
+        return any(has_type(value, arg) for arg in args)
+    if origin is typing.Literal:
+        return value in args
+    if annotation is type(None):
+        return value is None
+    if annotation is float:
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    if annotation is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if origin in (tuple, list) or annotation in (tuple, list):
+        item = args[0] if args and (origin is list or args[1:] == (...,)) else Any
+        return isinstance(value, tuple | list) and all(has_type(v, item) for v in value)
+    if origin is dict or annotation is dict:
+        return isinstance(value, dict)
+    return isinstance(value, origin or annotation)
+
+
+def type_name(annotation: Any) -> str:
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        return " or ".join(type_name(arg) for arg in typing.get_args(annotation))
+    if annotation is type(None):
+        return "null"
+    names = {bool: "a boolean (true/false)", int: "an integer", float: "a number", str: "a string"}
+    return names.get(annotation, f"a {getattr(typing.get_origin(annotation), '__name__', annotation)}")
+
+
+def check_ranges(config: Any, section: str, positive=(), at_least: dict[str, float] | None = None) -> None:
+    """Raise ValueError naming ``section.key`` for a field not above zero (``positive``; None
+    passes: "not set") or below its minimum (``at_least``)."""
+    bounds = {name: (0, False) for name in positive} | {k: (v, True) for k, v in (at_least or {}).items()}
+    for name, (bound, inclusive) in bounds.items():
+        value = getattr(config, name)
+        if value is not None and (value < bound if inclusive else value <= bound):
+            relation = f"at least {bound}" if inclusive else f"above {bound}"
+            raise ValueError(f"{section}.{name} must be {relation}, not {value!r}")

@@ -3,6 +3,8 @@ are written as differences from the CPU ones."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from cobalt.config import load_config
@@ -137,3 +139,82 @@ def test_an_engine_waiting_for_resources_says_what_serve_says(monkeypatch, caplo
         )
     assert f"OpenAiIngress: {pending}" in str(error.value) and "LLMServer" not in str(error.value)
     assert "still deploying 'engine': OpenAiIngress" in caplog.text
+
+
+# --- typed configs: a wrong value is an error naming the file, the key and the expected type -------
+
+WRONG_VALUES = {
+    "sandbox": [
+        ("warm", '"no"', "warm must be a boolean"),
+        ("slots", "2.5", "slots must be an integer"),
+        ("memory_mb", '"1024"', "memory_mb must be an integer"),
+        ("request_memory_mb", "[1]", "request_memory_mb must be an integer or null"),
+        ("test_timeout_s", "true", "test_timeout_s must be a number"),
+        ("slots", "0", "sandbox.slots must be above 0"),
+        ("max_processes", "-1", "sandbox.max_processes must be at least 0"),
+    ],
+    "serve": [
+        ("num_replicas", '"2"', "num_replicas must be an integer"),
+        ("route_prefix", "7", "route_prefix must be a string or null"),
+        ("num_replicas", "0", "serve.num_replicas must be at least 1"),
+    ],
+    "client": [
+        ("retry_attempts", "1.5", "retry_attempts must be an integer"),
+        ("retry_deadline_s", '"2m"', "retry_deadline_s must be a number"),
+    ],
+}
+
+
+@pytest.mark.parametrize(
+    ("section", "key", "value", "message"),
+    [(section, *case) for section, cases in WRONG_VALUES.items() for case in cases],
+)
+def test_a_wrong_value_in_the_evaluator_config_names_the_file_and_key(tmp_path, section, key, value, message):
+    from cobalt.serve.client import load_client_config
+    from cobalt.serve.evaluator import load_evaluator_config
+
+    path = tmp_path / "mine.yaml"
+    path.write_text(f"extends: {Path('configs/evaluator.yaml').resolve()}\n{section}:\n  {key}: {value}\n")
+    load = load_client_config if section == "client" else load_evaluator_config
+    with pytest.raises(ConfigError) as raised:
+        load(str(path))
+    assert str(raised.value).startswith(f"{path}: {section}: "), raised.value
+    assert message in str(raised.value), raised.value
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "message"),
+    [
+        ("max_think_tokens", '"4096"', "max_think_tokens must be an integer"),
+        ("keywords", "[1, 2]", "keywords must be a tuple"),
+        ("fallback_tokenizer", "false", "fallback_tokenizer must be a string or null"),
+        ("call_timeout_s", "0", "reward.call_timeout_s must be above 0"),
+    ],
+)
+def test_a_wrong_value_in_the_reward_config_names_the_file_and_key(tmp_path, key, value, message):
+    from cobalt.reward.config import reward_config
+
+    path = tmp_path / "reward.yaml"
+    path.write_text(f"extends: {Path('configs/reward.yaml').resolve()}\n{key}: {value}\n")
+    with pytest.raises(ConfigError, match=f"^{path}: ") as raised:
+        reward_config(str(path))
+    assert message in str(raised.value), raised.value
+
+
+def test_every_shipped_config_has_the_right_types():
+    from cobalt.reward.config import reward_config
+    from cobalt.serve.client import load_client_config
+    from cobalt.serve.evaluator import load_evaluator_config
+
+    for path in sorted(Path("configs").glob("evaluator*.yaml")):
+        load_evaluator_config(str(path)), load_client_config(str(path))
+    reward_config("reward")
+
+
+def test_yaml_booleans_still_spell_the_sandbox_switches(tmp_path):
+    from cobalt.serve.evaluator import load_evaluator_config
+
+    path = tmp_path / "switches.yaml"
+    path.write_text("sandbox:\n  cgroups: off\n  site: on\n  test_timeout_s: 3\n")
+    sandbox, _ = load_evaluator_config(str(path))
+    assert (sandbox.cgroups, sandbox.site, sandbox.test_timeout_s) == ("off", "on", 3)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 
-from cobalt.config import from_dict, load_config
+from cobalt.config import check_ranges, config_path, from_dict, load_config
 
 
 @dataclasses.dataclass(frozen=True)
@@ -45,8 +45,11 @@ class RewardConfig:
 
     def __post_init__(self):
         object.__setattr__(self, "keywords", tuple(self.keywords))
+        check_ranges(self, "reward", positive=(
+            "call_timeout_s", "max_think_tokens", "max_response_tokens", "max_explanation_tokens",
+            "think_bonus_tokens"))  # fmt: skip
 
 
 @functools.cache
 def reward_config(name: str = "reward") -> RewardConfig:
-    return from_dict(RewardConfig, load_config(name), source=f"configs/{name}.yaml")
+    return from_dict(RewardConfig, load_config(name), source=str(config_path(name)))

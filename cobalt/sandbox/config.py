@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 
-from cobalt.config import from_dict, load_config
+from cobalt.config import check_ranges, config_path, from_dict, load_config
 
 
 @dataclasses.dataclass(frozen=True)
@@ -21,7 +21,8 @@ class SandboxConfig:
     max_processes: int = 64
     request_memory_mb: int | None = None  # all processes of a request; None: memory_mb x test_concurrency
     request_cpu_s: float | None = None  # all processes of a request; None: see request_cpu_seconds
-    cgroups: str = "auto"  # auto: a cgroup per slot where the host allows it (the kernel counts) | off
+    # auto: a cgroup per slot where the host allows it (the kernel counts) | off (YAML: false)
+    cgroups: str | bool = "auto"
     warm: bool = True  # keep each slot's sandbox between requests (bwrap with its own tmpfs)
     warm_idle_s: float = 30.0  # a warm sandbox unused this long gives its slot back
     max_file_mb: int = 16
@@ -36,7 +37,8 @@ class SandboxConfig:
     # Contest-site judging, off by default (the defaults judge as the reference does):
     judge: str = "reference"  # reference: stripped output equal | lcb: LiveCodeBench's line-by-line match
     stdin: str = "pipe"  # pipe | file: a seekable file, as Codeforces gives it (os.fstat(0).st_size)
-    site: str = "off"  # off: python3 -S, as the reference | on: exit() and quit() defined, as python3
+    # off: python3 -S, as the reference | on: exit() and quit() defined, as python3 (YAML: booleans)
+    site: str | bool = "off"
 
     def __post_init__(self):
         if self.backend not in ("auto", "bwrap", "landlock"):
@@ -56,21 +58,10 @@ class SandboxConfig:
                 raise ValueError(
                     f"sandbox.{name} must be {' or '.join(allowed)}, not {getattr(self, name)!r}"
                 )
-        for name in (
-            "test_timeout_s",
-            "wall_timeout_s",
-            "request_timeout_s",
-            "test_concurrency",
-            "memory_mb",
-            "max_output_bytes",
-            "max_code_bytes",
-            "max_scratch_mb",
-            "max_scratch_files",
-            "slots",
-            "warm_idle_s",
-        ):
-            if getattr(self, name) <= 0:
-                raise ValueError(f"sandbox.{name} must be positive")
+        positive = ("test_timeout_s", "wall_timeout_s", "request_timeout_s", "test_concurrency", "memory_mb",
+                    "max_output_bytes", "max_code_bytes", "max_input_bytes", "max_file_mb", "max_scratch_mb",
+                    "max_scratch_files", "slots", "warm_idle_s", "uid_base", "request_memory_mb", "request_cpu_s")  # fmt: skip
+        check_ranges(self, "sandbox", positive, at_least={"max_processes": 0})
 
     def request_memory_bytes(self) -> int:
         return (self.request_memory_mb or self.memory_mb * self.test_concurrency) << 20
@@ -121,4 +112,4 @@ class SandboxConfig:
 
 @functools.cache
 def default_config(name: str = "evaluator") -> SandboxConfig:
-    return from_dict(SandboxConfig, load_config(name).get("sandbox"), source=f"configs/{name}.yaml: sandbox")
+    return from_dict(SandboxConfig, load_config(name).get("sandbox"), source=f"{config_path(name)}: sandbox")

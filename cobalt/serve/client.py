@@ -63,10 +63,10 @@ class ClientConfig:
 
 
 def load_client_config(name: str | None = None) -> ClientConfig:
-    from cobalt.config import from_dict, load_config
+    from cobalt.config import config_path, from_dict, load_config
 
     name = name or os.environ.get("COBALT_EVALUATOR_CONFIG", "evaluator")
-    return from_dict(ClientConfig, load_config(name).get("client"), source=f"{name}: client")
+    return from_dict(ClientConfig, load_config(name).get("client"), source=f"{config_path(name)}: client")
 
 
 class ServeEvaluator:

@@ -17,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from ray import serve
 
-from cobalt.config import from_dict, load_config
+from cobalt.config import check_ranges, config_path, from_dict, load_config
 from cobalt.sandbox import SandboxConfig, evaluate
 from cobalt.sandbox.runner import get_backend
 from cobalt.testcases import failure_result
@@ -38,6 +38,11 @@ class ServeConfig:
     max_queued_requests: int = -1
     route_prefix: str | None = None
 
+    def __post_init__(self):
+        check_ranges(self, "serve", positive=("num_cpus", "memory_gb"), at_least={
+            "num_replicas": 1, "max_replicas_per_node": 1, "max_ongoing_requests": 1,
+            "sandboxes_per_replica": 1, "max_queued_requests": -1})  # fmt: skip
+
     @property
     def capacity(self) -> int:
         """Requests the app runs at once; more wait, in a replica or in Serve's router."""
@@ -48,8 +53,8 @@ def load_evaluator_config(name: str | None = None) -> tuple[SandboxConfig, Serve
     name = name or os.environ.get("COBALT_EVALUATOR_CONFIG", "evaluator")
     data = load_config(name)
     return (
-        from_dict(SandboxConfig, data.get("sandbox"), source=f"{name}: sandbox"),
-        from_dict(ServeConfig, data.get("serve"), source=f"{name}: serve"),
+        from_dict(SandboxConfig, data.get("sandbox"), source=f"{config_path(name)}: sandbox"),
+        from_dict(ServeConfig, data.get("serve"), source=f"{config_path(name)}: serve"),
     )
 
 
