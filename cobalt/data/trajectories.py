@@ -14,6 +14,8 @@ One JSONL record per problem (full description and an example in ``docs/data.md`
     public_results     K × T execution results on the public tests (optional)
     public_pass_rates  K × T pass rates on the public tests
     all_pass_rates     K × T pass rates on the hidden tests (added by the evaluation step)
+    context_cut        K × T booleans (optional): the turn did not fit the context window and was
+                       recorded as an empty answer
 
 Every K × T list is indexed ``[conversation][turn]``. The reference stores ``public_pass_rates``
 and its raw responses as ``[turn][conversation]`` under other names; :func:`from_reference`
@@ -102,6 +104,11 @@ def _rate(checker: _Checker, field: str, value) -> None:
         checker.fail(field, f"pass rate {value!r} is not a number in [0, 1]")
 
 
+def _flag(checker: _Checker, field: str, value) -> None:
+    if not isinstance(value, bool):
+        checker.fail(field, f"expected true or false, got {value!r}")
+
+
 def _text(checker: _Checker, field: str, value) -> None:
     if not isinstance(value, str):
         checker.fail(field, f"expected a string, got {type(value).__name__}")
@@ -156,6 +163,8 @@ def validate(record: dict, *, path=None, line=None, need_hidden: bool = False) -
         check.grid(record, "all_pass_rates", shape, _rate)
     if "public_results" in record:
         check.grid(record, "public_results", shape, _result)
+    if "context_cut" in record:
+        check.grid(record, "context_cut", shape, _flag)
     turn0 = record["turn0_results"]
     if not isinstance(turn0, list) or len(turn0) != len(convs):
         check.fail("turn0_results", f"expected {len(convs)} results (one per conversation)")

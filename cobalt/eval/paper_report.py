@@ -14,6 +14,7 @@ from cobalt.eval.comparison import compare, plot_comparison
 from cobalt.eval.quickstart_report import commands, jsonable, stage_times
 from cobalt.eval.repair import compare_repair, repair_section
 from cobalt.eval.report import markdown_table, summarize
+from cobalt.jsonl import read_jsonl
 
 SETS = {  # chain suffix: (report key, title, the paper's figure for trained, for base)
     "": ("livecodebench", "LiveCodeBench (test6)", "lcb_cobalt", "lcb_base"),
@@ -34,7 +35,36 @@ def evaluation(run, suffix: str, base: dict, trained: dict) -> dict | None:
         "pass_at_1": {"base": summarize(str(base_file)), "trained": summarize(str(trained_file))},
         "comparison": jsonable(comparison),
         "repair": compare_repair(base_file, trained_file),
+        "context_cut": {"base": cut_turns(base_file), "trained": cut_turns(trained_file)},
     }
+
+
+def cut_turns(path) -> dict | None:
+    """Conversations whose turn t was cut by the context window (an empty, failing answer), per
+    turn, from the records' ``context_cut``; ``None`` when the records do not say."""
+    per_turn, conversations = [], 0
+    for record in read_jsonl(path):
+        if "context_cut" not in record:
+            return None
+        for row in record["context_cut"]:
+            conversations += 1
+            per_turn += [0] * (len(row) - len(per_turn))
+            for turn, cut in enumerate(row):
+                per_turn[turn] += bool(cut)
+    return {"per_turn": per_turn, "conversations": conversations}
+
+
+def cut_lines(cuts: dict) -> list[str]:
+    """Beside Pass@1: how many conversations each turn lost to the context window."""
+    rows = []
+    for model in ("base", "trained"):
+        counts = cuts.get(model)
+        if counts is None:
+            rows.append(f"- {model}: not recorded (trajectories written before `context_cut`)")
+        else:
+            per_turn = ", ".join(str(n) for n in counts["per_turn"])
+            rows.append(f"- {model}: {per_turn} (turn 0 onwards; of {counts['conversations']} conversations)")
+    return ["**Turns cut by the context window** (an empty answer that fails; per turn):", *rows, ""]
 
 
 def paper_rows(report: dict, paper: dict, diffs: dict) -> list[str]:
@@ -106,6 +136,7 @@ def write_paper_report(run, profile: str, base: dict, trained: dict, seconds: fl
         if key in report:
             section = report[key]
             lines += [f"## {section['title']}", "", markdown_table(section["pass_at_1"]),
+                      *cut_lines(section["context_cut"]),
                       f"**Verdict.** {section['comparison']['verdict']}", "",
                       f"![Pass@1 per turn, {section['title']}]({section['figure']})", "",
                       *repair_section(section["repair"], section["title"])]  # fmt: skip

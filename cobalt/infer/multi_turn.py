@@ -43,12 +43,14 @@ async def debug_conversation(
     turns: int,
     public_field: str,
     thinking: bool,
+    first_cut: bool = False,
 ) -> dict:
     """One conversation: the cached answer, then ``turns`` feedback turns. A turn whose prompt no
-    longer fits the context window, and every later one, is an empty answer (no program: it fails)."""
+    longer fits the context window, and every later one, is an empty answer (no program: it fails)
+    and is recorded as cut (``cut[turn]``; turn 0 as the single-turn record says)."""
     conversation = start_conversation(problem["instruction"])
     responses, results, usage = [], [], {"prompt_tokens": 0, "completion_tokens": 0, "calls": 0}
-    response, out_of_context = first_response, False
+    response, out_of_context, cut = first_response, first_cut, []
     for turn in range(turns + 1):
         if turn and out_of_context:
             response = ""
@@ -70,7 +72,14 @@ async def debug_conversation(
         add_turn(conversation, response, result, thinking)
         responses.append(response)
         results.append(result)
-    return {"conversation": conversation, "responses": responses, "results": results, "usage": usage}
+        cut.append(out_of_context)
+    return {
+        "conversation": conversation,
+        "responses": responses,
+        "results": results,
+        "usage": usage,
+        "cut": cut,
+    }
 
 
 async def debug_problem(
@@ -84,10 +93,13 @@ async def debug_problem(
     thinking: bool,
 ) -> dict:
     """The trajectory record of one problem (all its conversations run concurrently)."""
+    first_cut = record.get("context_cut") or [False] * len(record["responses"])
     runs = await asyncio.gather(
         *(
-            debug_conversation(response, record, model, executor, sampling, turns, public_field, thinking)
-            for response in record["responses"]
+            debug_conversation(
+                response, record, model, executor, sampling, turns, public_field, thinking, cut
+            )
+            for response, cut in zip(record["responses"], first_cut, strict=True)
         )
     )
     usage = {key: sum(run["usage"][key] for run in runs) for key in runs[0]["usage"]}
@@ -99,5 +111,6 @@ async def debug_problem(
         "turn0_results": record["exec_results"],
         "public_results": [run["results"] for run in runs],
         "public_pass_rates": [[pass_rate(r) for r in run["results"]] for run in runs],
+        "context_cut": [run["cut"] for run in runs],  # K × T: the turn did not fit the context window
         "usage": usage,
     }

@@ -40,6 +40,9 @@ async def sample_problem(problem: dict, model: ChatModel, executor: Executor, sa
         log.warning("%s: the statement does not fit the context window; recorded as %d empty answers",
                     problem.get("id"), sampling.n)  # fmt: skip
         completion = Completion([""] * sampling.n, {})
+        cut = True
+    else:
+        cut = False
     results = await asyncio.gather(
         *(executor.run(extract_code(text), problem["test_cases"]) for text in completion.texts)
     )
@@ -47,5 +50,6 @@ async def sample_problem(problem: dict, model: ChatModel, executor: Executor, sa
         **problem,
         "responses": completion.texts,
         "exec_results": list(results),
+        "context_cut": [cut] * len(completion.texts),  # the statement did not fit the context window
         "usage": completion.usage,
     }
