@@ -11,7 +11,8 @@ platform; stop at once when the profile's ranks need more), or join ``--address`
 ``$RAY_ADDRESS``; deploy the evaluator app (the profile's ``evaluator_config`` or ``--evaluator_config``); run
 ``python -m verl.trainer.main_ppo`` with the profile's overrides followed by the user's (later wins),
 the reward's scores in flight lowered to what the evaluator runs at once (said in the log and in
-``--dry-run``'s ``notes``); stop the Ray head it started (only that one). ``scripts/train_grpo_*.sh`` are thin wrappers.
+``--dry-run``'s ``notes``), and ``sdpa`` attention where flash-attn does not import
+(``cobalt.train.attention``; said in the log and in ``--dry-run``'s ``attention``); stop the Ray head it started (only that one). ``scripts/train_grpo_*.sh`` are thin wrappers.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from cobalt.argtypes import non_negative_int
 from cobalt.errors import ConfigError
 from cobalt.serve.cluster import head_gpus, ray_cluster
 from cobalt.train import rehearsal
+from cobalt.train.attention import choose as choose_attention
 from cobalt.train.profile import (
     Profile,
     hydra_overrides,
@@ -157,6 +159,9 @@ def run(
     capacity = evaluator_capacity(profile.evaluator_config)
     overrides, note = within_evaluator_capacity(overrides, capacity)
     notes = [note] if note else []
+    attention = choose_attention(overrides)  # sdpa where flash-attn does not import (veRL's default needs it)
+    cut = len(overrides) - len(extra)  # before the user's overrides, which win
+    overrides = overrides[:cut] + attention.overrides + overrides[cut:]
     if dry_run:
         plan = {
             "env": profile.env,
@@ -164,13 +169,14 @@ def run(
             "evaluator": {"config": profile.evaluator_config, "capacity": capacity},
             "ray_head": None if joined else _head_plan_or_error(profile, overrides, num_gpus),
             "wandb": wandb_note,
+            "attention": attention.note,
             "command": main_ppo_command(overrides),
             "notes": notes,
         }
         print(json.dumps(plan, indent=1))
         return 0
     head = None if joined else head_plan(profile, overrides, num_gpus)  # fails before any work
-    for line in [wandb_note, *notes]:
+    for line in [wandb_note, *notes, attention.note]:
         if line:
             _log(line)
     # SIGTERM unwinds like Ctrl-C: the running step is killed and a private head stopped
