@@ -8,9 +8,11 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from pathlib import Path
@@ -234,8 +236,23 @@ FORK_BOMB = (
 )
 
 
+@pytest.fixture
+def readable_copy():
+    """What the unprivileged user imports (cobalt/, configs/), where it may read it: the clone
+    itself may lie under a directory only root can enter (``mktemp -d``, root's home)."""
+    top = Path(tempfile.mkdtemp(prefix="cobalt-as-user-"))
+    try:
+        for name in ("cobalt", "configs"):
+            shutil.copytree(ROOT / name, top / name, ignore=shutil.ignore_patterns("__pycache__"))
+        for path in (top, *top.rglob("*")):
+            path.chmod(0o755 if path.is_dir() else 0o644)
+        yield top
+    finally:
+        shutil.rmtree(top, ignore_errors=True)
+
+
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to start processes as another user")
-def test_a_fork_bomb_is_bounded_without_root_in_bwraps_user_namespace():
+def test_a_fork_bomb_is_bounded_without_root_in_bwraps_user_namespace(readable_copy):
     as_user = ["setpriv", f"--reuid={USER_UID}", f"--regid={USER_UID}", "--clear-groups"]
     # The user already runs more processes than the bound: counted per uid alone, no fork could
     # succeed in the sandbox; counted per user namespace, the sandbox has its own 64.
@@ -246,9 +263,9 @@ def test_a_fork_bomb_is_bounded_without_root_in_bwraps_user_namespace():
             input=FORK_BOMB,
             capture_output=True,
             text=True,
-            cwd=ROOT,
+            cwd=readable_copy,
             timeout=120,
-            env={"PATH": "/usr/bin:/bin", "HOME": "/tmp", "PYTHONPATH": str(ROOT)},
+            env={"PATH": "/usr/bin:/bin", "HOME": "/tmp", "PYTHONPATH": str(readable_copy)},
         )
     finally:
         for process in outside:
