@@ -484,6 +484,7 @@ def dry_run_plan(cfg: PaperConfig, inputs: Inputs) -> dict:
         "grpo": {k: overrides.get(k, "(veRL default)") for k in keys},
         "grpo_command": [str(word) for word in command],
         "attention": preflight.attention(inputs.profile, cfg.rehearse, cfg.grpo_overrides).note,
+        "context_budget": context_budget(cfg, inputs),
         "gpus": {
             "per_node": gpus_per_node,
             "nodes": nodes,
@@ -492,6 +493,23 @@ def dry_run_plan(cfg: PaperConfig, inputs: Inputs) -> dict:
             "how": why,
         },
     }
+
+
+def context_budget(cfg: PaperConfig, inputs: Inputs) -> dict:
+    """How many evaluation turns fit the engine's context, estimated from the data's prompt lengths
+    and the answer budget (:mod:`cobalt.infer.context_budget`)."""
+    from cobalt.errors import DataError
+    from cobalt.infer.context_budget import estimate
+
+    files = {"TACO": inputs.taco, "LiveCodeBench": inputs.lcb} | (
+        {"TACO-dev": inputs.taco_dev} if inputs.taco_dev else {}
+    )
+    try:
+        return estimate(files, context=engine_context(cfg.engine_config), model=cfg.model or profile_model(inputs.profile),
+                        answer_budget=int(cfg.sampling.get("max_tokens", 6144)),
+                        thinking=bool(cfg.sampling.get("enable_thinking")), turns=cfg.eval_turns)  # fmt: skip
+    except DataError as e:
+        return {"error": str(e)}
 
 
 def missing_gpus(cfg: PaperConfig, inputs: Inputs) -> str | None:

@@ -96,6 +96,12 @@ def test_the_dry_run_prints_the_papers_settings_and_the_gpus_it_needs(inputs, tm
         assert grpo["data.max_response_length"] == 6144
         assert plan["gpus"] == {**plan["gpus"], "per_node": 4, "nodes": 1, "total": 4, "detected_here": 0}
         assert plan["single_turn"] == profile.startswith("single_turn")
+        # how many of the 8 turns fit: the engine takes the model's own window (not known here: a
+        # hub model), so the dry run gives the tokens the last turn needs, from these files' prompts
+        budget = plan["context_budget"]
+        assert budget["context"] is None and budget["answer_budget"] == 6144 and budget["turns"] == 8
+        assert budget["files"]["LiveCodeBench"]["problems"] == 3
+        assert budget["files"]["TACO"]["needed_at_last_turn"]["max"] > 8 * budget["per_turn_tokens"] + 6144
         assert last.strip() == "no GPU here: this run needs 4 (--rehearse runs the chain on CPU)"
 
 
