@@ -1,13 +1,16 @@
 """The paper's chain, one command: ``bash scripts/reproduce_paper.sh --profile P --taco T --lcb L``.
 
     TACO-verified T → problems (train / TACO-dev) and their perturbed twins; LiveCodeBench L → problems
+      (the authors' released train and dev files as given); training problems found in an
+      evaluation set stop the run here (cobalt/data/overlap.py; --allow_overlap)
     → trajectories of the base model on the training problems (16 conversations, 2 feedback
       turns), on the true and on the perturbed public tests (or --trajectories FILE)
-    → bandit prompts (dynamic sampling, max-variance 4, ≤ 3 turns), perturbed rows mixed in
+    → bandit prompts (dynamic sampling, max-variance 4, ≤ 3 turns), perturbed rows mixed in;
+      validation prompts from the base model's TACO-dev trajectories
     → veRL parquet → GRPO with training profile P (launch; --rehearse: one step, tiny model)
     → evaluation of base and trained: 8 feedback turns, 16 conversations, Pass@1 per turn on
       hidden tests, on LiveCodeBench and on TACO-dev with perturbed public tests
-    → report/ beside the paper's figures for P
+    → report/ beside the paper's figures for P where the setting matches (data/setting.json)
 
 Settings: ``configs/paper.yaml`` (``--rehearse``: ``configs/paper_rehearsal.yaml``, the same chain cut
 down for a CPU, SmolLM2 standing in for the base model). Every stage is one of the project's
@@ -542,7 +545,11 @@ def main(argv=None) -> int:
         help="training profile, configs/train/<name>.yaml (e.g. multi_turn_qwen3_8b)",
     )
     p.add_argument(
-        "--taco", required=True, type=caller_path, help="TACO-verified as it ships (JSONL or parquet)"
+        "--taco",
+        required=True,
+        type=caller_path,
+        help="TACO-verified as it ships (JSONL or parquet; split seeded here), or processed problem records "
+        "such as the authors' TACO-Cobalt train file (with --taco_dev: used as given, nothing re-split)",
     )
     p.add_argument("--lcb", required=True, type=caller_path, help="LiveCodeBench test6.jsonl as it ships")
     p.add_argument(
