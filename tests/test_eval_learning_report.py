@@ -305,3 +305,45 @@ def test_procedural_problems_are_reported_per_family_and_a_dev_run_says_dev(tmp_
     # problems that are not procedural ones get no family section
     plain = quickstart_run_dir(tmp_path / "plain")
     assert "per family" not in write_report(plain).read_text()
+
+
+def test_held_out_results_split_by_program_novelty_from_kept_per_instance_rows(tmp_path):
+    """A run of procedural problems: the held-out instances whose normalized reference program is a
+    training program (seen) are reported apart from the others (unseen, the primary split); the
+    per-instance rows are kept in report.json and the split is recomputed from them alone."""
+    from cobalt.data.novelty import run_novelty
+    from cobalt.data.procedural.splits import write_splits
+    from cobalt.eval.quickstart_report import novelty_comparisons
+
+    run = quickstart_run_dir(tmp_path)
+    write_splits(tmp_path / "data/procedural", {"train": 72, "dev": 0, "heldout": 72, "heldout_families": 0})
+    novelty = run_novelty(tmp_path)["heldout"]
+    unseen = [i for i, k in novelty.items() if k == "unseen"]
+    seen = [i for i, k in novelty.items() if k != "unseen"]
+    assert len(unseen) >= 4 and len(seen) >= 4
+    # synthetic results: trained solves every seen-program instance after feedback, no unseen one
+    base = {i: [[0.0, 0.0]] for i in novelty}
+    trained = {i: [[0.0, 1.0 if i in seen else 0.0]] for i in novelty}
+    run.files["base_eval"] = evaluated_file(tmp_path / "b.jsonl", base)
+    run.files["trained_eval"] = evaluated_file(tmp_path / "t.jsonl", trained)
+    run = dataclasses.replace(run, config={**run.config, "problems": "procedural"})
+    md = write_report(run).read_text()
+    held = json.loads((tmp_path / "report/report.json").read_text())["heldout"]
+    split = held["by_novelty"]
+    assert split["counts"]["unseen"] == len(unseen)
+    assert split["counts"]["seen_sft"] + split["counts"]["seen_grpo"] == len(seen)
+    assert split["unseen"]["problems"] == len(unseen) and split["seen"]["problems"] == len(seen)
+    assert (
+        split["unseen"]["difference"][1]["mean"] == 0.0 and split["unseen"]["difference"][1]["p_value"] == 1.0
+    )
+    assert split["seen"]["difference"][1]["mean"] == 100.0
+    assert held["comparison"]["difference"][1]["mean"] == pytest.approx(100.0 * len(seen) / 72)
+    rows = {r["id"]: r for r in held["per_instance"]}
+    assert set(rows) == set(novelty) and all(rows[i]["novelty"] == novelty[i] for i in novelty)
+    assert rows[seen[0]]["trained"] == [0.0, 100.0] and rows[unseen[0]]["trained"] == [0.0, 0.0]
+    assert novelty_comparisons(held["per_instance"], seed=1) == split  # recomputed from the kept rows
+    assert "## Held-out problems by program novelty (hidden tests, last turn)" in md
+    assert f"| unseen-program | {len(unseen)} | 0.0 | 0.0 | +0.0 points" in md
+    assert f"{len(seen)} of them have a training instance's program" in md
+    # rows without a novelty (not procedural problems) give no split
+    assert novelty_comparisons([{"id": "a", "base": [0.0], "trained": [100.0]}]) is None

@@ -39,13 +39,20 @@ def compare(
 ) -> dict:
     """Intervals per turn for each model, paired differences per turn, and the verdict (at turn 0
     and at the last turn); ``problem_set`` names the problems in the verdict and the figure."""
-    ids, base, trained = paired_rows(pass_at_1_by_problem(base_file), pass_at_1_by_problem(trained_file))
+    _, base, trained = paired_rows(pass_at_1_by_problem(base_file), pass_at_1_by_problem(trained_file))
+    return compare_rows(base, trained, seed, problem_set)
+
+
+def compare_rows(
+    base: list[list[float]], trained: list[list[float]], seed: int = 0, problem_set: str = "held-out"
+) -> dict:
+    """:func:`compare` of per-problem rows (Pass@1 % per turn, paired by position)."""
     turns = range(len(base[0]))
     differences = [paired_difference(column(base, t), column(trained, t), seed) for t in turns]
     ends = sorted({0, len(differences) - 1})
     return {
         "problem_set": problem_set,
-        "problems": len(ids),
+        "problems": len(base),
         "base": [bootstrap_interval(column(base, t), seed=seed) for t in turns],
         "trained": [bootstrap_interval(column(trained, t), seed=seed) for t in turns],
         "difference": differences,

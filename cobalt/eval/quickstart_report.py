@@ -1,7 +1,9 @@
 """The quickstart's ``report/``: ``report.md`` with its figures beside it, and ``report.json``.
 
 Held-out Pass@1 per turn of base and trained with 95% intervals, their paired difference and a
-verdict computed from it (:mod:`cobalt.eval.comparison`), their repair rates beside an independent
+verdict computed from it (:mod:`cobalt.eval.comparison`); for procedural problems the same split
+into unseen-program instances (the primary split) and seen-program ones (:mod:`cobalt.data.novelty`),
+from the per-instance rows report.json keeps (``per_instance``); their repair rates beside an independent
 resample (:mod:`cobalt.eval.repair`), and the same on training problems when
 the run evaluated some (did the policy learn what it trained on?); the training curves and health signals
 of GRPO from veRL's metrics file (:mod:`cobalt.eval.training_curves`); counts per stage, stage
@@ -16,9 +18,17 @@ import dataclasses
 import json
 from pathlib import Path
 
+from cobalt.data.novelty import KINDS, UNSEEN, run_novelty
 from cobalt.data.procedural.generate import parse_id
 from cobalt.eval import training_curves
-from cobalt.eval.comparison import column, compare, paired_rows, pass_at_1_by_problem, plot_comparison
+from cobalt.eval.comparison import (
+    column,
+    compare,
+    compare_rows,
+    paired_rows,
+    pass_at_1_by_problem,
+    plot_comparison,
+)
 from cobalt.eval.repair import compare_repair, repair_section
 from cobalt.eval.report import markdown_table, summarize
 from cobalt.eval.significance import PairedDifference, describe, outcome
@@ -120,13 +130,56 @@ def evaluations(run: RunRecord) -> dict:
         comparison = compare(base_file, trained_file, seed=run.config.get("seed", 0), problem_set=problem_set)
         plot_comparison(comparison, run.root / "report" / figure)
         families = per_family(base_file, trained_file)
+        rows = per_instance(base_file, trained_file, novelty_of(run, key, problem_set))
+        by_novelty = novelty_comparisons(rows, seed=run.config.get("seed", 0), problem_set=problem_set)
         out[key] = {
             "figure": figure,
             "pass_at_1": {"base": summarize(str(base_file)), "trained": summarize(str(trained_file))},
             "comparison": jsonable(comparison),
             "repair": compare_repair(base_file, trained_file, seed=run.config.get("seed", 0)),
             **({"per_family": families} if families else {}),
+            **({"by_novelty": by_novelty} if by_novelty else {}),
+            "per_instance": rows,
         }
+    return out
+
+
+NOVELTY_SPLITS = {"held-out": "heldout", "dev": "dev"}  # problem set: the procedural split it is
+
+
+def novelty_of(run: RunRecord, key: str, problem_set: str) -> dict[str, str]:
+    """``{id: unseen | seen_sft | seen_grpo}`` of the evaluated in-family instances of a run of
+    procedural problems (:mod:`cobalt.data.novelty`); empty for anything else."""
+    split = NOVELTY_SPLITS.get(problem_set) if key == "heldout" else None
+    if split is None or not (run.root / "data/procedural/solutions.jsonl").exists():
+        return {}
+    return run_novelty(run.root).get(split, {})
+
+
+def per_instance(base_file: Path, trained_file: Path, novelty: dict[str, str]) -> list[dict]:
+    """One row per problem both evaluated: its id, Pass@1 % per turn of base and trained, and its
+    program novelty when known. Kept in report.json: every split can be recomputed from it."""
+    ids, base, trained = paired_rows(pass_at_1_by_problem(base_file), pass_at_1_by_problem(trained_file))
+    return [
+        {"id": i, "base": b, "trained": t, **({"novelty": novelty[str(i)]} if str(i) in novelty else {})}
+        for i, b, t in zip(ids, base, trained)
+    ]
+
+
+def novelty_comparisons(rows: list[dict], seed: int = 0, problem_set: str = "held-out") -> dict | None:
+    """Base vs trained on the unseen-program instances (the primary split) and on the seen-program
+    ones (an SFT or a GRPO training program), from :func:`per_instance` rows; None when no row
+    has a novelty."""
+    if not any("novelty" in r for r in rows):
+        return None
+    tally = {kind: sum(r.get("novelty") == kind for r in rows) for kind in KINDS}
+    out: dict = {"counts": tally}
+    for name, keep in (("unseen", lambda k: k == UNSEEN), ("seen", lambda k: k is not None and k != UNSEEN)):
+        chosen = [r for r in rows if keep(r.get("novelty"))]
+        if chosen:
+            label = f"{name}-program {problem_set}"
+            compared = compare_rows([r["base"] for r in chosen], [r["trained"] for r in chosen], seed, label)
+            out[name] = jsonable(compared)
     return out
 
 
@@ -211,7 +264,8 @@ def write_report(run: RunRecord) -> Path:
     repairs = [repair_section(report[k]["repair"], report[k]["comparison"]["problem_set"]) for k in EVALUATIONS
                if k in report]  # fmt: skip
     families = [family_section(report[k]) for k in EVALUATIONS if "per_family" in report.get(k, {})]
-    sections = (header(run, report, warm), preregistered_section(report), *passes, *repairs, *families,
+    novelty = [novelty_section(report[k]) for k in EVALUATIONS if "by_novelty" in report.get(k, {})]
+    sections = (header(run, report, warm), preregistered_section(report), *novelty, *passes, *repairs, *families,
                 training(report), counts_table(report), times_table(report), commands(report))  # fmt: skip
     path = run.root / "report/report.md"
     path.write_text("\n".join(line for section in sections for line in section))
@@ -255,7 +309,7 @@ def header(run: RunRecord, report: dict, warm: dict) -> list[str]:
         f"{c['train_problems']} training problems' reference solutions ({warm['steps']} step(s), loss "
         f"{warm['first_loss']} → {warm['last_loss']}). The warm-up is part of the base model: both curves "
         f"start from it. {evaluated.capitalize()} problems ({c['heldout_problems']}) were never used for warm-up or "
-        "training.",
+        f"training{reused(report)}.",
         "",
         *[
             f"**{title}** {report[key]['comparison']['verdict']}\n"
@@ -263,6 +317,16 @@ def header(run: RunRecord, report: dict, warm: dict) -> list[str]:
             if key in report
         ],
     ]
+
+
+def reused(report: dict) -> str:
+    """How many evaluated instances reuse a training program (when the run knows)."""
+    split = report.get("heldout", {}).get("by_novelty")
+    if not split:
+        return ""
+    c = split["counts"]
+    seen = c["seen_sft"] + c["seen_grpo"]
+    return f", but {seen} of them have a training instance's program (see the split by program novelty)"
 
 
 def pass_at_1_section(evaluation: dict) -> list[str]:
@@ -281,6 +345,38 @@ def pass_at_1_section(evaluation: dict) -> list[str]:
         "| turn | trained − base (points, 95% CI, p) |",
         "|---|---|",
         *[f"| {t} | {describe(PairedDifference(**d))} |" for t, d in enumerate(diffs)],
+        "",
+    ]
+
+
+def novelty_section(evaluation: dict) -> list[str]:
+    """Pass@1 at the last turn on unseen-program instances (the primary split) and on
+    seen-program ones, with the paired difference of each."""
+    split, problem_set = evaluation["by_novelty"], evaluation["comparison"]["problem_set"]
+    c = split["counts"]
+    lines = []
+    for name in ("unseen", "seen"):
+        if name not in split:
+            continue
+        comparison = split[name]
+        last = len(comparison["difference"]) - 1
+        base, trained = comparison["base"][last]["mean"], comparison["trained"][last]["mean"]
+        d = PairedDifference(**comparison["difference"][last])
+        lines.append(
+            f"| {name}-program | {comparison['problems']} | {base:.1f} | {trained:.1f} | {describe(d)} |"
+        )
+    return [
+        f"## {problem_set.capitalize()} problems by program novelty (hidden tests, last turn)",
+        "",
+        f"An instance is unseen-program when its reference program, normalized (names renamed, constants "
+        f"kept), is no SFT warm-up program and no GRPO training program: {c['unseen']} unseen; "
+        f"{c['seen_sft']} seen in the SFT warm-up, {c['seen_grpo']} seen only in GRPO's training "
+        "instances. The unseen-program split is the one that asks whether the model learned beyond "
+        "the programs it trained on.",
+        "",
+        "| programs | problems | base Pass@1 % | trained Pass@1 % | trained − base (points, 95% CI, p) |",
+        "|---|---:|---:|---:|---|",
+        *lines,
         "",
     ]
 
