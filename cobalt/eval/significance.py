@@ -8,6 +8,9 @@ greedy answer per problem and model the differences are −1, 0 or +1, and the t
 exact test: only the discordant problems count, each a fair coin under no difference; it is then
 computed exactly for any number of problems (from the binomial distribution).
 
+Across training seeds, :func:`pooled_paired_test` (the test docs/preregistration.md fixes)
+flips the signs of each instance's difference averaged over the seeds.
+
     python -m cobalt.eval.significance --better 0.15 --worse 0.05   # problems for 80 % power
 """
 
@@ -108,6 +111,54 @@ def paired_difference(base, trained, seed: int = 0, weights=None) -> PairedDiffe
     weighted = differences if weights is None else differences * np.asarray(weights, dtype=float)
     p_value = sign_flip_p_value(weighted, seed=seed)
     return PairedDifference(interval.mean, interval.low, interval.high, p_value, int(differences.size))
+
+
+@dataclasses.dataclass(frozen=True)
+class PooledDifference:
+    """The pooled test across training seeds: the mean over instances of each instance's mean
+    (over seeds) difference, its bootstrap interval over instances, the two-sided p-value of the
+    sign-flip test on those per-instance means, and each seed's own mean difference."""
+
+    mean: float
+    low: float
+    high: float
+    p_value: float
+    problems: int
+    seeds: int
+    per_seed: tuple[float, ...]
+
+
+def pooled_paired_test(
+    first: list[dict], second: list[dict], resamples: int = 100_000, seed: int = 0
+) -> PooledDifference:
+    """``first`` − ``second`` (e.g. trained − control) pooled across training seeds, as
+    docs/preregistration.md fixes it. ``first[s]`` and ``second[s]`` map an instance id to its
+    score (Pass@1, 0/1 or %) under seed ``s``; the instances are those every map holds.
+
+    Each instance's differences are averaged over the seeds, and the signs of these per-instance
+    means are flipped (exactly up to :data:`EXACT_UP_TO` instances, else over ``resamples`` seeded
+    patterns): the instance is the unit, so three seeds of one instance are not counted as three
+    independent observations, and the p-value never falls below what one seed's instances allow."""
+    if not first or len(first) != len(second):
+        raise ValueError(
+            f"need the same number (> 0) of seeds in both arms, got {len(first)} and {len(second)}"
+        )
+    ids = [i for i in first[0] if all(i in m for m in (*first, *second))]
+    if not ids:
+        raise ValueError("the seeds' evaluations share no instance")
+    d = np.array([[a[i] - b[i] for i in ids] for a, b in zip(first, second)], dtype=float)  # seeds x ids
+    per_instance = d.mean(axis=0)
+    interval = bootstrap_interval(per_instance, seed=seed)
+    p_value = sign_flip_p_value(per_instance, resamples=resamples, seed=seed)
+    return PooledDifference(
+        interval.mean,
+        interval.low,
+        interval.high,
+        p_value,
+        len(ids),
+        len(first),
+        tuple(float(x) for x in d.mean(axis=1)),
+    )
 
 
 def outcome(difference: PairedDifference, alpha: float = ALPHA) -> str:
