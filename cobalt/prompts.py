@@ -40,6 +40,13 @@ _ALL_PASSED = (
     "single ```python code block; otherwise, give the same program again."
 )
 
+# The placebo turn of the repair experiment (docs/preregistration.md): the same request as
+# _FAILED_TEST, with no test detail, so that a repair after it is not the feedback's doing.
+_PLACEBO = (
+    "That was wrong. Try again: find the mistake and give the complete corrected program in a "
+    "single ```python code block."
+)
+
 NO_CODE_BLOCK = (
     "No code block could be extracted from your response. Give your complete program "
     "in a single ```python code block."
@@ -69,6 +76,11 @@ def feedback_message(result: dict) -> str:
         if not passed:
             return feedback if feedback == NO_CODE_BLOCK else _FAILED_TEST.format(feedback=feedback)
     return _ALL_PASSED
+
+
+def placebo_message() -> str:
+    """The placebo repair turn: says the answer was wrong, and nothing about any test."""
+    return _PLACEBO
 
 
 def shown_feedback(message: str) -> str:

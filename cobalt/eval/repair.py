@@ -9,6 +9,11 @@ how many of its conversations failed at turn t. Weighing problems equally instea
 baseline at turn 0, where the same draws choose the failures and estimate the solve rate (with 2
 conversations a problem with one failure scores 100 % and one with two 0 %). Problems are the unit
 of the bootstrap intervals and of the paired sign-flip tests (:mod:`cobalt.eval.significance`).
+
+Repair against a placebo (docs/preregistration.md): after a turn-0 failure the repair turn is
+sampled in three arms that share the prompt prefix and the decoding settings
+(:func:`repair_arms`): the real feedback, a placebo turn that says only that the answer was wrong,
+and a fresh turn-0 sample; :func:`placebo_table` compares their repair rates problem by problem.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from cobalt.eval.significance import (
 )
 from cobalt.jsonl import read_jsonl
 from cobalt.passk import turn_solved
+from cobalt.prompts import feedback_message, initial_messages, placebo_message
 
 
 @dataclasses.dataclass(frozen=True)
@@ -180,3 +186,70 @@ def repair_section(repair: dict, problem_set: str, names: tuple[str, str] = ("ba
         *between,
         "",
     ]
+
+
+# ------------------------------------------------------------------- repair against a placebo
+REPAIR_ARMS = ("feedback", "placebo", "fresh")
+MIN_REPAIR_SAMPLES = 4
+
+
+@dataclasses.dataclass(frozen=True)
+class RepairDecoding:
+    """The decoding of every repair arm: sampled (the profile's ``sampling``), ``samples`` per
+    failure and arm."""
+
+    temperature: float = 0.6
+    top_p: float = 0.95
+    max_tokens: int = 128
+    samples: int = MIN_REPAIR_SAMPLES
+
+    def __post_init__(self):
+        if self.temperature <= 0:
+            raise ValueError(f"temperature {self.temperature}: the repair arms sample (> 0)")
+        if self.samples < MIN_REPAIR_SAMPLES:
+            raise ValueError(f"samples {self.samples}: at least {MIN_REPAIR_SAMPLES} per arm")
+
+
+@dataclasses.dataclass(frozen=True)
+class RepairArm:
+    name: str  # one of REPAIR_ARMS
+    messages: list[dict]
+    decoding: RepairDecoding
+
+
+def repair_arms(
+    instruction: str, failed_answer: str, result: dict, decoding: RepairDecoding
+) -> list[RepairArm]:
+    """The three arms after a turn-0 failure: ``failed_answer`` (the model's turn-0 response) and
+    ``result`` (its execution result on the public tests, as :func:`cobalt.prompts.feedback_message`
+    reads it) followed by the real feedback, or by the placebo turn; or the turn-0 prompt again
+    (a fresh sample). All start from the same turn-0 prompt and share ``decoding``."""
+    prefix = initial_messages(instruction)
+    answered = [*prefix, {"role": "assistant", "content": failed_answer}]
+    return [
+        RepairArm("feedback", [*answered, {"role": "user", "content": feedback_message(result)}], decoding),
+        RepairArm("placebo", [*answered, {"role": "user", "content": placebo_message()}], decoding),
+        RepairArm("fresh", list(prefix), decoding),
+    ]
+
+
+def placebo_table(solved: dict[str, dict[str, list[float]]], seed: int = 0) -> dict:
+    """``solved[arm][problem id]``: 0/1 (hidden tests) of each sample of the arm after the
+    problem's turn-0 failure. Each arm's repair rate (%, mean over problems of the problem's
+    share, 95% bootstrap interval over problems) and the paired differences feedback − placebo and
+    placebo − fresh over the problems every arm has."""
+    missing = set(REPAIR_ARMS) - set(solved)
+    if missing:
+        raise DataError(f"repair arms missing: {', '.join(sorted(missing))}")
+    ids = [i for i in solved["feedback"] if all(solved[a].get(i) for a in REPAIR_ARMS)]
+    if not ids:
+        raise DataError("the repair arms share no problem with samples")
+    rate = {a: [100.0 * sum(solved[a][i]) / len(solved[a][i]) for i in ids] for a in REPAIR_ARMS}
+    return {
+        "problems": len(ids),
+        "rates": {a: dataclasses.asdict(bootstrap_interval(rate[a], seed=seed)) for a in REPAIR_ARMS},
+        "feedback_minus_placebo": dataclasses.asdict(
+            paired_difference(rate["placebo"], rate["feedback"], seed)
+        ),
+        "placebo_minus_fresh": dataclasses.asdict(paired_difference(rate["fresh"], rate["placebo"], seed)),
+    }
