@@ -1,0 +1,144 @@
+"""The plan of the pre-registered generalize design (docs/preregistration.md, issue 41).
+
+    python -m cobalt.design --plan                       # configs/generalize_design.yaml
+    python -m cobalt.design --plan --config my_design --json
+
+Lists every run of the design (base once; trained and control once per training seed; the
+placebo repair per trained seed), where each keeps its results (``runs_dir/<arm>-seed<k>``),
+whether it is done, its command where the pipeline has one or what is still missing, and the
+wall-time estimate of each arm and of the whole design from the cost coefficients of the design
+file (measured in docs/benchmarks.md). It runs nothing. A run is resumable as the quickstart's
+runs are: a stage whose output exists is skipped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from pathlib import Path
+
+from cobalt.config import config_path, from_dict, load_config, merge
+
+DONE_MARKER = "report/report.json"  # a quickstart run writes it last
+
+MISSING = {
+    "seed": "a training seed that reaches GRPO (the quickstart's `seed` only shuffles non-procedural "
+    "problems; veRL's data shuffle and rollout seeds are fixed by the train profile)",
+    "control": "a quickstart stage that fine-tunes the warmed-up model on the training programs "
+    "(python -m cobalt.train.sft with --epochs/--lr/--batch_size as below, and a --seed flag it does "
+    "not have yet) and evaluates it with the same evaluation chains as base and trained",
+    "repair": "a runner that samples the three arms of cobalt.eval.repair.repair_arms on the engine "
+    "and writes the per-problem samples placebo_table reads",
+    "shared_base": "a way for a trained or control run to reuse the base run's evaluation (today each "
+    "quickstart run evaluates its base again)",
+}
+
+
+def load_design(name: str | Path = "generalize_design") -> dict:
+    design = load_config(name)
+    for key in ("profile", "seeds", "runs_dir", "control", "repair", "cost"):
+        if key not in design:
+            raise ValueError(f"{config_path(name)}: no {key!r}")
+    return design
+
+
+def profile_config(design: dict):
+    """The quickstart settings every arm shares: the profile with the design's overrides."""
+    from cobalt.quickstart import QuickstartConfig
+
+    data = merge(load_config(design["profile"]), design.get("overrides") or {})
+    return from_dict(QuickstartConfig, data, source=f"{design['profile']} + design overrides")
+
+
+def plan(design: dict, root: str | Path = ".") -> dict:
+    """Every run of the design with its state, command or missing piece, and its estimated
+    seconds; the seconds of each arm and of the whole design."""
+    cfg, cost, root = profile_config(design), design["cost"], Path(root)
+    instances = cfg.heldout_problems + int(cfg.procedural.get("heldout_families", 0))
+    evaluation = instances * cost["eval_instance_s"]
+    control = design["control"]
+    control_steps = math.ceil(cfg.train_problems * control["epochs"] / control["batch_size"])
+    repair = design["repair"]
+    failures = instances * repair["failure_share"]
+    runs_dir = root / design["runs_dir"]
+
+    def run(arm: str, name: str, seconds: float, command: str | None, missing: list[str]) -> dict:
+        where = runs_dir / name
+        return {
+            "arm": arm,
+            "run": name,
+            "run_dir": str(where),
+            "done": (where / DONE_MARKER).exists(),
+            "seconds": round(seconds),
+            "command": command,
+            "missing": [MISSING[m] for m in missing],
+        }
+
+    profile = f"--profile {design['profile']}"
+    runs = [
+        run("base", "base", cost["per_run_s"] + cost["warmup_s"] + cost["offline_s"] + evaluation,
+            f"bash scripts/quickstart.sh {profile} --run_dir {runs_dir / 'base'} (the design's overrides in a "
+            "profile extending it)", []),
+        *[run("trained", f"trained-seed{s}", cost["per_run_s"] + cfg.grpo_steps * cost["grpo_step_s"] + evaluation,
+              None, ["seed", "shared_base"]) for s in design["seeds"]],
+        *[run("control", f"control-seed{s}", cost["per_run_s"] + control_steps * cost["sft_step_s"] + evaluation,
+              None, ["control", "shared_base"]) for s in design["seeds"]],
+        *[run("repair", f"repair-seed{s}", failures * 3 * repair["samples"] * cost["answer_s"], None, ["repair"])
+          for s in repair["seeds"]],
+    ]  # fmt: skip
+    arms: dict[str, int] = {}
+    for r in runs:
+        arms[r["arm"]] = arms.get(r["arm"], 0) + r["seconds"]
+    total = cost["setup_s"] + sum(arms.values())
+    return {
+        "profile": design["profile"],
+        "seeds": list(design["seeds"]),
+        "evaluated_instances": instances,
+        "control_optimizer_steps": control_steps,
+        "grpo_optimizer_steps": cfg.grpo_steps,
+        "repair_samples": round(failures * 3 * repair["samples"]),
+        "runs": runs,
+        "arms_s": arms,
+        "setup_s": cost["setup_s"],
+        "total_s": round(total),
+        "remaining_s": round(sum(r["seconds"] for r in runs if not r["done"])),
+    }
+
+
+def describe_plan(p: dict) -> str:
+    lines = [
+        f"design on {p['profile']}: seeds {p['seeds']}, {p['evaluated_instances']} instances per evaluation; "
+        f"control {p['control_optimizer_steps']} SFT steps vs GRPO {p['grpo_optimizer_steps']} steps; "
+        f"{p['repair_samples']} repair samples per trained seed",
+        "",
+    ]
+    for r in p["runs"]:
+        state = "done" if r["done"] else "to run"
+        lines.append(f"{r['run']:<16} {state:<7} {r['seconds'] / 3600:5.2f} h  {r['run_dir']}")
+        if r["command"]:
+            lines.append(f"    command: {r['command']}")
+        lines += [f"    missing: {m}" for m in r["missing"]]
+    lines.append("")
+    lines += [f"arm {arm:<8} {s / 3600:5.2f} h" for arm, s in p["arms_s"].items()]
+    lines.append(
+        f"whole design {p['total_s'] / 3600:.2f} h with set-up; still to run {p['remaining_s'] / 3600:.2f} h"
+    )
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m cobalt.design", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--config", default="generalize_design", help="configs/<name>.yaml of the design")
+    parser.add_argument("--plan", action="store_true", required=True, help="print the plan (runs nothing)")
+    parser.add_argument("--root", default=".", help="the directory runs_dir is under (default: here)")
+    parser.add_argument("--json", action="store_true", help="the plan as JSON")
+    args = parser.parse_args(argv)
+    p = plan(load_design(args.config), args.root)
+    print(json.dumps(p, indent=1) if args.json else describe_plan(p))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

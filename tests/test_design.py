@@ -1,0 +1,50 @@
+"""The design's plan (python -m cobalt.design --plan): runs, their state and the wall-time estimate."""
+
+from __future__ import annotations
+
+import pytest
+
+from cobalt.design import load_design, main, plan
+
+
+def test_the_plan_has_every_arm_and_seed_with_estimates_from_the_cost_coefficients(tmp_path):
+    design = load_design("generalize_design")
+    p = plan(design, tmp_path)
+    cost = design["cost"]
+    assert p["evaluated_instances"] == 600 + 180
+    assert p["control_optimizer_steps"] == 30 == p["grpo_optimizer_steps"]  # comparable steps
+    names = [r["run"] for r in p["runs"]]
+    assert names == [
+        "base",
+        *(f"{arm}-seed{s}" for arm in ("trained", "control", "repair") for s in (0, 1, 2)),
+    ]
+    evaluation = 780 * cost["eval_instance_s"]
+    trained = next(r for r in p["runs"] if r["run"] == "trained-seed1")
+    assert trained["seconds"] == round(cost["per_run_s"] + 30 * cost["grpo_step_s"] + evaluation)
+    control = next(r for r in p["runs"] if r["run"] == "control-seed0")
+    assert control["seconds"] == round(cost["per_run_s"] + 30 * cost["sft_step_s"] + evaluation)
+    assert p["arms_s"]["trained"] == 3 * trained["seconds"]
+    assert p["total_s"] == round(cost["setup_s"] + sum(p["arms_s"].values()))
+    assert p["remaining_s"] == p["total_s"] - cost["setup_s"] == sum(r["seconds"] for r in p["runs"])
+    # what the pipeline cannot do yet is named, not hidden behind a command
+    assert control["command"] is None and control["missing"]
+
+
+def test_a_finished_run_is_done_and_leaves_the_remaining_time(tmp_path):
+    design = load_design("generalize_design")
+    before = plan(design, tmp_path)
+    report = tmp_path / design["runs_dir"] / "base/report/report.json"
+    report.parent.mkdir(parents=True)
+    report.write_text("{}")
+    after = plan(design, tmp_path)
+    base = next(r for r in after["runs"] if r["run"] == "base")
+    assert base["done"] and after["remaining_s"] == before["remaining_s"] - base["seconds"]
+
+
+def test_the_command_line_only_plans(tmp_path, capsys):
+    assert main(["--plan", "--root", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "whole design" in out and "trained-seed2" in out
+    assert not (tmp_path / "runs").exists()  # nothing written
+    with pytest.raises(SystemExit):
+        main([])  # --plan is required: there is no run mode
