@@ -188,10 +188,54 @@ def start_engine_app(model: str, cfg: EngineConfig | None = None, port: int | No
         )
     log.info("deploying %r (%s) as Serve app %r; loading can take minutes", model_id, model, cfg.app_name)
     started = time.monotonic()
-    serve.run(build_engine_app(model, cfg), name=cfg.app_name, route_prefix="/", blocking=False)
-    wait_until_served(api_base, model_id, cfg.deploy_timeout_s, cfg.app_name)
+    app = build_engine_app(model, cfg)
+    deploy(app, cfg.app_name, max(cfg.deploy_timeout_s - (time.monotonic() - started), 1.0))
+    left = max(cfg.deploy_timeout_s - (time.monotonic() - started), 10.0)  # for the route to list it
+    wait_until_served(api_base, model_id, left, cfg.app_name)
     log.info("engine up at %s after %.0f s", api_base, time.monotonic() - started)
     return api_base
+
+
+def deploy(
+    app, name: str, timeout_s: float, report_every_s: float = 60, route_prefix: str | None = "/"
+) -> None:
+    """Deploy the Serve application ``app`` as ``name`` and wait, at most ``timeout_s``, until it runs.
+
+    ``serve.run`` cannot bound that wait: in Ray 2.60 it waits with no time limit for the app to be
+    RUNNING (``blocking`` only decides whether to wait for Ctrl-C afterwards), so a replica that
+    can never be scheduled (too few GPUs, the wrong ``accelerator_type``) would hang it silently.
+    So the app is submitted without Serve's waits (``serve.run_many``, both waits off), then polled
+    here: Serve's notes on its deployments are logged every ``report_every_s`` (Serve notes a
+    replica that waits for resources after 30 s, naming the resources it needs). When the app
+    fails to deploy or the time is up, it is deleted (its pending replicas would take the
+    resources later) and the error names what Serve said."""
+    from ray import serve
+
+    target = serve.RunTarget(target=app, name=name, route_prefix=route_prefix)
+    serve.run_many([target], wait_for_ingress_deployment_creation=False, wait_for_applications_running=False)
+    started = time.monotonic()
+    next_report = started + report_every_s
+    notes = ""
+    while True:
+        status = serve.status().applications.get(name)
+        state = str(status.status) if status is not None else "NOT_STARTED"
+        if state.endswith("RUNNING"):
+            return
+        notes = deployment_notes(status) or notes
+        waited = time.monotonic() - started
+        said = f"; Serve says: {notes}" if notes else ""
+        if state.endswith("DEPLOY_FAILED"):
+            serve.delete(name, _blocking=False)
+            raise RuntimeError(f"Serve app {name!r} failed to deploy: {status.message}{said}")
+        if waited >= timeout_s:
+            serve.delete(name, _blocking=False)
+            raise TimeoutError(
+                f"Serve app {name!r} was not running after {timeout_s:.0f} s (deploy_timeout_s){said}"
+            )
+        if notes and time.monotonic() >= next_report:
+            log.info("still deploying %r after %.0f s: %s", name, waited, notes)
+            next_report = time.monotonic() + report_every_s
+        time.sleep(1)
 
 
 def deployment_notes(app_status) -> str:

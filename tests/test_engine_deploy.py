@@ -1,0 +1,75 @@
+"""The engine deploy honours ``deploy_timeout_s``: an app whose replica cannot be scheduled on the
+cluster fails within the timeout, naming the resource Serve says it waits for, instead of hanging
+in ``serve.run`` (which in Ray 2.60 waits with no limit for the app to run). Real Serve apps on the
+session's private loopback Ray head (tests/conftest.py), which has CPUs and no GPU."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+
+def outcome_within(seconds: float, call) -> tuple[float, BaseException | None]:
+    """``call()`` in a thread (so a call that never returns fails the test instead of hanging it):
+    the time it took and what it raised."""
+    result: dict = {}
+
+    def target():
+        try:
+            call()
+        except BaseException as e:  # reported to the test
+            result["error"] = e
+
+    started = time.monotonic()
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    assert not thread.is_alive(), f"the deploy did not return within {seconds:.0f} s"
+    return time.monotonic() - started, result.get("error")
+
+
+def deleted(serve, name: str) -> bool:
+    app = serve.status().applications.get(name)
+    return app is None or str(app.status).endswith("DELETING")
+
+
+def test_a_replica_asking_for_a_resource_the_cluster_lacks_fails_within_the_timeout(ray_cluster):
+    from ray import serve
+
+    from cobalt.serve.engine import deploy
+
+    @serve.deployment(ray_actor_options={"num_cpus": 0.1, "resources": {"no_such_gpu": 1}})
+    class Unplaceable:
+        def __call__(self, request):
+            return "never"
+
+    took, error = outcome_within(80, lambda: deploy(Unplaceable.bind(), "unplaceable", timeout_s=40,
+                                                    route_prefix=None))  # fmt: skip
+    assert isinstance(error, TimeoutError), error
+    assert took < 50 and "not running after 40 s (deploy_timeout_s)" in str(error)
+    assert "no_such_gpu" in str(error)  # Serve's note: the resources each replica needs
+    assert deleted(serve, "unplaceable")  # its pending replica would take the resource later
+
+
+def test_an_engine_whose_replica_needs_a_gpu_fails_within_deploy_timeout_s(ray_cluster, tmp_path):
+    """The CPU engine config without ``accelerator_config: {kind: cpu}`` (as engine_paper on a CPU
+    cluster): its vLLM replica asks for a GPU this cluster has not."""
+    from ray import serve
+
+    from cobalt.config import load_config
+    from cobalt.serve.engine import EngineConfig, start_engine_app
+    from cobalt.train.tiny_policy import random_policy
+
+    config = load_config("engine")
+    config["llm"].pop("accelerator_config")
+    config |= {"app_name": "engine_no_gpu", "deploy_timeout_s": 40}
+    cfg = EngineConfig(**config)
+    model = random_policy(tmp_path / "random")
+    took, error = outcome_within(90, lambda: start_engine_app(str(model), cfg))
+    assert isinstance(error, TimeoutError), error
+    assert took < 50 and "engine_no_gpu" in str(error) and '"GPU": 1.0' in str(error), str(error)
+    assert deleted(serve, "engine_no_gpu")
