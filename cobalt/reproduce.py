@@ -488,6 +488,7 @@ def dry_run_plan(cfg: PaperConfig, inputs: Inputs) -> dict:
         "grpo_command": [str(word) for word in command],
         "attention": preflight.attention(inputs.profile, cfg.rehearse, cfg.grpo_overrides).note,
         "context_budget": context_budget(cfg, inputs),
+        "estimate": preflight.estimate(cfg, inputs, overrides, single_turn(inputs.profile)),
         "gpus": {
             "per_node": gpus_per_node,
             "nodes": nodes,
@@ -513,6 +514,21 @@ def context_budget(cfg: PaperConfig, inputs: Inputs) -> dict:
                         thinking=bool(cfg.sampling.get("enable_thinking")), turns=cfg.eval_turns)  # fmt: skip
     except DataError as e:
         return {"error": str(e)}
+
+
+def preflight_checks(
+    cfg: PaperConfig, inputs: Inputs, run_dir: str | None, budget: dict, cost: dict | None = None
+):
+    """The preflight's checks (:mod:`cobalt.preflight`) for this chain (a rehearsal's GRPO step: the
+    rehearsal's batch)."""
+    from cobalt.train import rehearsal
+    from cobalt.train.profile import load_profile
+
+    profile = load_profile(inputs.profile)
+    overrides = (rehearsal.plan(profile).profile if cfg.rehearse else profile).overrides
+    runs_root = Path(run_dir) if run_dir else ROOT / "runs/paper" / inputs.profile
+    cost = None if cfg.rehearse else cost  # the paper's estimate: not the rehearsal's step
+    return preflight.checks(cfg, inputs, overrides, single_turn(inputs.profile), runs_root, budget, cost)
 
 
 def missing_gpus(cfg: PaperConfig, inputs: Inputs) -> str | None:
@@ -567,6 +583,8 @@ def main(argv=None) -> int:
     p.add_argument("--allow_overlap", action="store_true", help="train even on problems that are also "
                    "evaluated (same statement or tests); for experiments: the report says so first")  # fmt: skip
     p.add_argument("--address", default=None, help="a running Ray cluster (HOST:PORT) for every stage")
+    p.add_argument("--model", default=None, help="the base model, which also writes the trajectories: a local "
+                   "directory (e.g. a downloaded copy) or a hub id (default: the chain config's, else the profile's)")  # fmt: skip
     p.add_argument("--evaluator_config", default=None, help="configs/<name>.yaml of the evaluator for every stage "
                    "(default: the chain config's; evaluator_paper on a cluster with 80 free CPUs)")  # fmt: skip
     p.add_argument(
@@ -595,6 +613,8 @@ def main(argv=None) -> int:
     cfg = from_dict(PaperConfig, load_config(config), source=f"configs/{config}")
     if args.evaluator_config:
         cfg = dataclasses.replace(cfg, evaluator_config=args.evaluator_config)
+    if args.model:
+        cfg = dataclasses.replace(cfg, model=args.model)
     if grpo_overrides:
         from cobalt.train.profile import override_error
 
@@ -618,6 +638,8 @@ def main(argv=None) -> int:
         print(json.dumps(plan, indent=1))
         if not cfg.rehearse and not args.address and plan["gpus"]["detected_here"] == 0:
             print(f"no GPU here: this run needs {plan['gpus']['total']} (--rehearse runs the chain on CPU)")
+        for check in preflight_checks(cfg, inputs, args.run_dir, plan["context_budget"], plan["estimate"]):
+            print(check)
         return 0
     if args.trajectories_perturbed and not args.trajectories:
         p.error("--trajectories_perturbed goes with --trajectories")
@@ -625,6 +647,14 @@ def main(argv=None) -> int:
     if missing:
         print(f"error: {missing}", file=sys.stderr)
         return 2
+    if not cfg.rehearse:  # in seconds, before the first stage: what would stop the run hours in
+        found = preflight_checks(cfg, inputs, args.run_dir, context_budget(cfg, inputs))
+        for check in found:
+            print(check, flush=True)
+        failed = [check.line for check in found if check.level == "fail"]
+        if failed:
+            print(f"error: the preflight failed: {'; '.join(failed)}", file=sys.stderr)
+            return 2
     root = pick_run_dir(ROOT / "runs/paper" / args.profile, args.run_dir, args.new)
     run = Run(root, cfg, args.profile, name="paper")
     return run_to_report(run, lambda run: run_chain(run, inputs))

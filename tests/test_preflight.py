@@ -1,0 +1,114 @@
+"""The paper run's preflight (cobalt/preflight.py): one line per check, a failure naming what to
+change; the dry run prints it with an estimate; a real run stops on a failure before its first stage,
+in seconds."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from cobalt import preflight
+from cobalt.config import from_dict, load_config
+from cobalt.reproduce import Inputs, PaperConfig
+from cobalt.train.profile import load_profile
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_gpus_are_checked_against_the_count_and_cuda_13s_driver():
+    h100 = ("NVIDIA H100 80GB HBM3", "580.65.06")
+    assert preflight.check_gpus(4, False, None, gpus=[h100] * 4).level == "ok"
+    old = preflight.check_gpus(4, False, None, gpus=[("NVIDIA A100", "550.54.15")] * 4)
+    assert old.level == "fail" and "driver 550.54.15 is older than CUDA 13's minimum 580.65.06" in old.line
+    few = preflight.check_gpus(4, False, None, gpus=[h100] * 2)
+    assert few.level == "fail" and "2 here" in few.line and "needs 4" in few.line
+    assert preflight.check_gpus(4, False, None, gpus=[]).level == "fail"
+    assert preflight.check_gpus(4, True, None, gpus=[]).level == "ok"  # a rehearsal needs none
+
+
+def test_the_model_is_a_local_directory_or_a_hub_id_it_can_reach(tmp_path, monkeypatch):
+    model = tmp_path / "qwen3-8b"
+    model.mkdir()
+    empty = preflight.check_model(str(model), False)
+    assert empty.level == "fail" and "no config.json" in empty.line
+    (model / "config.json").write_text("{}")
+    assert preflight.check_model(str(model), False).level == "ok"
+    assert preflight.check_model(str(tmp_path / "missing"), False).level == "fail"
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))  # an empty hub cache
+    offline = preflight.check_model("Qwen/Qwen3-8B", False)
+    assert (
+        offline.level == "fail" and "not in the hub cache" in offline.line and "--model DIR" in offline.line
+    )
+
+
+def test_the_estimate_counts_the_files_and_a_grpo_steps_evaluator_load(tmp_path):
+    cfg = from_dict(PaperConfig, load_config("paper"))
+    taco, lcb = tmp_path / "taco.jsonl", tmp_path / "lcb.jsonl"
+    taco.write_text("{}\n" * 50)
+    lcb.write_text("{}\n" * 20)
+    overrides = load_profile("multi_turn_qwen3_8b").overrides
+    cost = preflight.estimate(cfg, Inputs("multi_turn_qwen3_8b", str(taco), str(lcb)), overrides, False)
+    assert cost["problems"] == {"train": 45, "dev": 5, "lcb": 20}
+    step = cost["evaluator_per_grpo_step"]
+    assert (step["programs"], step["tests"]) == (128 * 16, 128 * 16 * 50)  # ~2,000 programs, ~50 tests each
+    assert step["core_seconds"] == round(102_400 / (470 / 16))  # 29 tests/s a core, measured
+    trajectories = cost["stages"]["trajectories (true and perturbed feedback)"]
+    assert (
+        trajectories["answers"] == 2 * 45 * 16 * 3
+        and trajectories["tokens_at_most"] == 2 * 45 * 16 * 3 * 6144
+    )
+    assert cost["total"]["disk_gb"] > cost["stages"]["GRPO"]["disk_gb"] > 0
+
+
+def reproduce(cwd: Path, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    base = {
+        k: v for k, v in os.environ.items() if not k.startswith(("RAY_", "CUDA_VISIBLE", "COBALT_PROFILE"))
+    }
+    cmd = ["bash", str(ROOT / "scripts/reproduce_paper.sh"), "--profile", "multi_turn_qwen3_8b",
+           "--taco", "taco.jsonl", "--lcb", "lcb.jsonl", *args]  # fmt: skip
+    return subprocess.run(
+        cmd, cwd=cwd, env={**base, **(env or {})}, capture_output=True, text=True, timeout=300
+    )
+
+
+@pytest.fixture
+def files(tmp_path):
+    from data_fixtures import lcb_file, taco_file
+
+    taco_file(tmp_path / "taco.jsonl", limit=4)
+    lcb_file(tmp_path / "lcb.jsonl", limit=3)
+    return tmp_path
+
+
+def test_the_dry_run_prints_the_preflight_and_the_estimate(files):
+    proc = reproduce(files, "--dry-run", env={"HF_HUB_OFFLINE": "1", "HF_HOME": str(files / "hf")})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    end = proc.stdout.index("\n}\n") + 2
+    plan, lines = json.loads(proc.stdout[:end]), proc.stdout[end:].strip().splitlines()
+    checks = [line.split(":")[0].split()[-1] for line in lines if line.startswith("preflight ")]
+    assert checks == ["GPUs", "attention", "model", "disk", "evaluator", "context"]
+    assert any(line.startswith("preflight fail model: Qwen/Qwen3-8B: HF_HUB_OFFLINE=1") for line in lines)
+    assert plan["estimate"]["evaluator_per_grpo_step"]["programs"] == 2048
+    assert set(plan["estimate"]["stages"]) >= {"GRPO", "trajectories (true and perturbed feedback)"}
+
+
+def test_a_real_run_stops_on_a_failed_check_before_its_first_stage_in_seconds(files, tmp_path):
+    """--num_gpus 4 gets past the GPU count; the preflight still finds no NVIDIA driver here and a
+    model it cannot fetch, and stops before any run directory exists."""
+    model = tmp_path / "model"
+    model.mkdir()
+    run_dir = tmp_path / "run"
+    started = time.monotonic()
+    proc = reproduce(files, "--num_gpus", "4", "--model", str(model), "--run_dir", str(run_dir))
+    took = time.monotonic() - started
+    assert proc.returncode == 2 and took < 60
+    error = proc.stderr.strip().splitlines()[-1]
+    assert error.startswith("error: the preflight failed: none here (no nvidia-smi)")
+    assert f"{model} has no config.json" in error  # --model: the local copy, checked
+    assert not run_dir.exists()
