@@ -24,7 +24,9 @@ def files(tmp_path):
 
 
 def reproduce(files: Path, *args: str) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("RAY_", "CUDA_VISIBLE", "COBALT_PROFILE"))}
+    env = {
+        k: v for k, v in os.environ.items() if not k.startswith(("RAY_", "CUDA_VISIBLE", "COBALT_PROFILE"))
+    }
     cmd = ["bash", str(ROOT / "scripts/reproduce_paper.sh"), "--profile", "multi_turn_qwen3_8b",
            "--taco", "taco.parquet", "--lcb", "test6.jsonl", *args]  # fmt: skip
     return subprocess.run(cmd, cwd=files, env=env, capture_output=True, text=True, timeout=300)
