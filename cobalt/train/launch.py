@@ -183,7 +183,7 @@ def run(
     signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
     prepare(profile, overrides)
     if staged:
-        rehearsal.prepare(staged, overrides, _log)
+        overrides = rehearsal.prepare(staged, overrides, _log)  # the prompt length from the data
     with ray_cluster(
         address,
         num_cpus=head.num_cpus if head else None,

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from cobalt.config import config_dir, load_config
 from cobalt.errors import ConfigError
-from cobalt.train.profile import format_value, override_value
+from cobalt.train.profile import format_value, override, override_value
 from cobalt.train.sft import prompt_ids
 from cobalt.train.tiny_policy import FAMILIES, WarmUpOptions, random_policy
 
@@ -130,8 +130,10 @@ def describe(rehearsal: Rehearsal, log=print) -> None:
         log(f"  kept    {key}: {value}")
 
 
-def prepare(rehearsal: Rehearsal, overrides: list[str], log=print) -> None:
-    """Demo data, the tiny random model and the rehearsal prompts, unless already there."""
+def prepare(rehearsal: Rehearsal, overrides: list[str], log=print) -> list[str]:
+    """Demo data, the tiny random model and the rehearsal prompts, unless already there; returns the
+    overrides, with the prompt length (and the rollout's context) raised to the prompts' when the
+    rehearsal's own fits too few of them (real statements run to thousands of characters)."""
     demo = rehearsal.work.parent / "demo"
     if not (demo / "train.parquet").exists():
         cmd = [
@@ -150,11 +152,49 @@ def prepare(rehearsal: Rehearsal, overrides: list[str], log=print) -> None:
         log(f"preparing a tiny random {rehearsal.family} model in {model_dir}")
         random_policy(model_dir, rehearsal.model, rehearsal.family, data=demo / "train.parquet")
     train_file = Path(override_value(overrides, "data.train_files"))
+    max_tokens = int(override_value(overrides, "data.max_prompt_length"))
     if not train_file.exists():
         batch = int(override_value(overrides, "data.train_batch_size") or 1)
-        max_tokens = int(override_value(overrides, "data.max_prompt_length"))
-        rows = tile_prompts(rehearsal.prompts, model_dir, max_tokens, 2 * batch, train_file)
-        log(f"rehearsal prompts: {rows} rows ({rehearsal.prompts}, <= {max_tokens} tokens) in {train_file}")
+        fitted, kept, total = fitted_prompt_length(rehearsal.prompts, model_dir, max_tokens)
+        rows = tile_prompts(rehearsal.prompts, model_dir, fitted, 2 * batch, train_file)
+        log(f"rehearsal prompts: {rows} rows of {kept} distinct prompts of {total} ({rehearsal.prompts}, "
+            f"<= {fitted} tokens; {total - kept} longer ones left out) in {train_file}")  # fmt: skip
+    longest = max(prompt_lengths(train_file, model_dir))
+    if longest > max_tokens:
+        length = -(-longest // PROMPT_LENGTH_STEP) * PROMPT_LENGTH_STEP
+        response = int(override_value(overrides, "data.max_response_length") or 0)
+        log(
+            f"rehearsal prompt length set from the data: {length} tokens (the rehearsal's {max_tokens} fit too few)"
+        )
+        overrides = [*overrides, override("data.max_prompt_length", length),
+                     override("actor_rollout_ref.rollout.max_model_len", length + response)]  # fmt: skip
+    return overrides
+
+
+PROMPT_LENGTH_STEP = 64
+LEAST_PROMPTS = 8  # distinct prompts a rehearsal step is filled with, where the data has them
+
+
+def prompt_lengths(source: Path, model_dir: Path) -> list[int]:
+    import pandas as pd
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    return [
+        len(prompt_ids(tokenizer, prompt)) for prompt in pd.read_parquet(source, columns=["prompt"])["prompt"]
+    ]
+
+
+def fitted_prompt_length(source: Path, model_dir: Path, max_tokens: int, least: int = LEAST_PROMPTS):
+    """``(length, prompts kept, prompts)``: ``max_tokens`` when it holds ``least`` of the prompts (or
+    all), else the length of the ``least``-th shortest: the shortest prompts are kept, the rest
+    left out."""
+    lengths = sorted(prompt_lengths(source, model_dir))
+    if not lengths:
+        raise ConfigError(f"{source}: no prompts to rehearse with")
+    needed = lengths[min(least, len(lengths)) - 1]
+    length = max(max_tokens, needed)
+    return length, sum(n <= length for n in lengths), len(lengths)
 
 
 def tile_prompts(source: Path, model_dir: Path, max_tokens: int, rows: int, out: Path) -> int:
