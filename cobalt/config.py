@@ -5,6 +5,7 @@ The directory is ``$COBALT_CONFIG_DIR`` if set, else ``configs/`` at the top of 
 
 from __future__ import annotations
 
+import collections.abc
 import dataclasses
 import os
 import types
@@ -86,8 +87,12 @@ def from_dict(cls: type[T], data: dict[str, Any] | None, source: str = "config")
     if unknown:
         raise ConfigError(f"{source}: unknown key(s) {unknown}; expected some of {sorted(names)}")
     hints = typing.get_type_hints(cls)
-    for key, value in data.items():
-        if not has_type(value, hints[key]):
+    defaults = {f.name for f in dataclasses.fields(cls) if f.default is not dataclasses.MISSING
+                or f.default_factory is not dataclasses.MISSING}  # fmt: skip
+    for key, value in list(data.items()):
+        if value is None and key in defaults and not has_type(None, hints[key]):
+            del data[key]  # null: "not set" (a child config unsetting its parent's value)
+        elif not has_type(value, hints[key]):
             raise ConfigError(
                 f"{source}: {key} must be {type_name(hints[key])}, not {value!r} ({type(value).__name__})"
             )
@@ -99,7 +104,8 @@ def from_dict(cls: type[T], data: dict[str, Any] | None, source: str = "config")
 
 def has_type(value: Any, annotation: Any) -> bool:
     """Whether a value read from YAML fits a field's annotation. An int fits a float (YAML
-    writes 4 for 4.0); a bool fits neither (it is an int in Python); a list fits a tuple."""
+    writes 4 for 4.0); a bool fits neither (it is an int in Python); any sequence fits a tuple or a
+    list (a YAML list, OmegaConf's ListConfig)."""
     origin, args = typing.get_origin(annotation), typing.get_args(annotation)
     if annotation is Any:
         return True
@@ -115,9 +121,10 @@ def has_type(value: Any, annotation: Any) -> bool:
         return isinstance(value, int) and not isinstance(value, bool)
     if origin in (tuple, list) or annotation in (tuple, list):
         item = args[0] if args and (origin is list or args[1:] == (...,)) else Any
-        return isinstance(value, tuple | list) and all(has_type(v, item) for v in value)
+        sequence = isinstance(value, collections.abc.Sequence) and not isinstance(value, str | bytes)
+        return sequence and all(has_type(v, item) for v in value)
     if origin is dict or annotation is dict:
-        return isinstance(value, dict)
+        return isinstance(value, collections.abc.Mapping)  # OmegaConf's DictConfig too
     return isinstance(value, origin or annotation)
 
 
@@ -127,7 +134,7 @@ def type_name(annotation: Any) -> str:
     if annotation is type(None):
         return "null"
     names = {bool: "a boolean (true/false)", int: "an integer", float: "a number", str: "a string"}
-    return names.get(annotation, f"a {getattr(typing.get_origin(annotation), '__name__', annotation)}")
+    return names.get(annotation, f"a {(typing.get_origin(annotation) or annotation).__name__}")
 
 
 def check_ranges(config: Any, section: str, positive=(), at_least: dict[str, float] | None = None) -> None:

@@ -203,13 +203,32 @@ def test_a_wrong_value_in_the_reward_config_names_the_file_and_key(tmp_path, key
 
 
 def test_every_shipped_config_has_the_right_types():
+    from cobalt.config import from_dict
+    from cobalt.quickstart import QuickstartConfig
+    from cobalt.reproduce import PaperConfig
     from cobalt.reward.config import reward_config
     from cobalt.serve.client import load_client_config
+    from cobalt.serve.engine import load_engine_config
     from cobalt.serve.evaluator import load_evaluator_config
 
     for path in sorted(Path("configs").glob("evaluator*.yaml")):
         load_evaluator_config(str(path)), load_client_config(str(path))
     reward_config("reward")
+    for name in ("engine", "engine_paper"):
+        load_engine_config(name)
+    for name in ("quickstart", "quickstart_ci", "learn", "generalize"):
+        from_dict(QuickstartConfig, load_config(name), source=name)
+    for name in ("paper", "paper_rehearsal"):
+        from_dict(PaperConfig, load_config(name), source=name)
+
+
+def test_null_in_a_config_means_not_set(tmp_path):
+    from cobalt.serve.evaluator import load_evaluator_config
+
+    path = tmp_path / "unset.yaml"
+    path.write_text("sandbox:\n  test_timeout_s: null\n  request_cpu_s: null\nserve:\n  route_prefix: null\n")
+    sandbox, serve = load_evaluator_config(str(path))
+    assert (sandbox.test_timeout_s, sandbox.request_cpu_s, serve.route_prefix) == (4.0, None, None)
 
 
 def test_yaml_booleans_still_spell_the_sandbox_switches(tmp_path):
@@ -219,3 +238,17 @@ def test_yaml_booleans_still_spell_the_sandbox_switches(tmp_path):
     path.write_text("sandbox:\n  cgroups: off\n  site: on\n  test_timeout_s: 3\n")
     sandbox, _ = load_evaluator_config(str(path))
     assert (sandbox.cgroups, sandbox.site, sandbox.test_timeout_s) == ("off", "on", 3)
+
+
+def test_the_reward_managers_settings_take_omegaconf_lists_and_name_a_wrong_type():
+    omegaconf = pytest.importorskip("omegaconf")
+    from cobalt.train.reward_manager import RewardManagerSettings
+
+    def settings(values):
+        return RewardManagerSettings.from_verl_config(
+            omegaconf.OmegaConf.create({"reward": {"reward_kwargs": {"cobalt": values}}})
+        )
+
+    assert settings({"val_splits": ["test"], "max_in_flight": 8}).val_splits == ("test",)
+    with pytest.raises(ConfigError, match=r"cobalt: max_in_flight must be an integer, not '8'"):
+        settings({"max_in_flight": "8"})
