@@ -161,6 +161,16 @@ def split_processed(run: Run, source: str, out: dict[str, Path]) -> None:
         write_jsonl(run.path(str(out[name].relative_to(run.root))), records)
 
 
+def refuse_empty(files: dict[str, Path]) -> None:
+    """A problem set the filters emptied (e.g. TACO's: fewer than 8 tests) stops the run here, in
+    one line; every later stage would otherwise skip on an empty input and fail far from it."""
+    for name in ("train", "dev", "lcb"):
+        if line_count(files[name]) == 0:
+            log = "logs/lcb.log" if name == "lcb" else "logs/taco.log"
+            raise ValueError(f"{files[name]}: no {name} problems are left after preprocessing ({log} says "
+                             "why); give other input files and start a new run (--new)")  # fmt: skip
+
+
 def refuse_overlap(run: Run, inputs: Inputs, files: dict[str, Path]) -> list:
     """Training problems compared with every evaluation set (``cobalt.data.overlap``) before any
     expensive stage: any overlap stops the run in one line naming the ids, unless
@@ -429,6 +439,7 @@ def base_model(run: Run, inputs: Inputs) -> Path:
 def run_chain(run: Run, inputs: Inputs) -> Path:
     started = time.monotonic()
     files = problems(run, inputs)
+    refuse_empty(files)
     refuse_overlap(run, inputs, files)
     model = base_model(run, inputs)
     evaluated: dict[str, Path] = {}

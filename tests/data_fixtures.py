@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from cobalt.prompts import ALL_PUBLIC_PASSED_MARKER, SYSTEM_PROMPT
 
@@ -60,14 +61,38 @@ def trajectory(
     }
 
 
-def taco_file(path, limit: int | None = None, id_prefix: str = "taco-"):
-    """The embedded problems as a TACO-verified file as that dataset ships (JSONL, or parquet when
-    ``path`` ends so), under ids of their own: nothing can look their solutions up by id."""
+def apps_problems(directory) -> list[dict]:
+    """The real APPS problems of ``directory`` (``../shared/data/apps-samples``: statement, tests,
+    accepted solutions) as problems of the embedded set's shape. They carry 1 to 3 tests each: the
+    tests are repeated to 8, TACO-verified's least (the filters drop a problem with fewer), which
+    leaves hidden tests after TACO's 4 public and LiveCodeBench's 1; the first test is public."""
+    problems = []
+    for folder in sorted(p for p in Path(directory).iterdir() if (p / "question.txt").is_file()):
+        tests = json.loads((folder / "input_output.json").read_text())
+        repeat = -(-8 // len(tests["inputs"]))
+        tests = {key: (tests[key] * repeat)[: max(8, len(tests[key]))] for key in ("inputs", "outputs")}
+        meta = json.loads((folder / "metadata.json").read_text())
+        problems.append({
+            "id": f"apps-{folder.name}",
+            "title": meta.get("url", folder.name).rsplit("/", 1)[-1],
+            "question": (folder / "question.txt").read_text(),
+            "difficulty": {"interview": "MEDIUM", "competition": "HARD"}.get(meta.get("difficulty"), "EASY"),
+            "solutions": json.loads((folder / "solutions.json").read_text()),
+            "public_tests": {"inputs": tests["inputs"][:1], "outputs": tests["outputs"][:1]},
+            "hidden_tests": {"inputs": tests["inputs"][1:], "outputs": tests["outputs"][1:]},
+        })  # fmt: skip
+    return problems
+
+
+def taco_file(path, limit: int | None = None, id_prefix: str = "taco-", problems: list[dict] | None = None):
+    """The embedded problems (or ``problems``) as a TACO-verified file as that dataset ships
+    (JSONL, or parquet when ``path`` ends so), under ids of their own: nothing can look their
+    solutions up by id."""
     import pandas as pd
 
     from cobalt.data.embedded import load_problems, to_taco_records
 
-    rows = to_taco_records(load_problems()[:limit])
+    rows = to_taco_records((load_problems() if problems is None else problems)[:limit])
     for i, row in enumerate(rows):
         row["id"] = f"{id_prefix}{i:05d}"
     if str(path).endswith(".parquet"):
@@ -77,12 +102,12 @@ def taco_file(path, limit: int | None = None, id_prefix: str = "taco-"):
     return path
 
 
-def lcb_file(path, limit: int | None = None, id_prefix: str = "lcb-", start: int = 0):
-    """The embedded problems (from the ``start``-th) as LiveCodeBench ``test6.jsonl`` rows (private
-    tests compressed)."""
+def lcb_file(path, limit: int | None = None, id_prefix: str = "lcb-", start: int = 0, problems=None):
+    """The embedded problems (or ``problems``), from the ``start``-th, as LiveCodeBench
+    ``test6.jsonl`` rows (private tests compressed)."""
     from cobalt.data.embedded import load_problems, to_lcb_records
 
-    rows = to_lcb_records(load_problems()[start:][:limit])
+    rows = to_lcb_records((load_problems() if problems is None else problems)[start:][:limit])
     for i, row in enumerate(rows):
         row["question_id"] = f"{id_prefix}{i:04d}"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))

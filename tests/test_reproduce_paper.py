@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from data_fixtures import lcb_file, taco_file
+from conftest import APPS_SAMPLES
+from data_fixtures import apps_problems, lcb_file, taco_file
 
 from cobalt.jsonl import load_jsonl
 
@@ -142,14 +143,30 @@ def test_the_papers_figures_in_the_guide_are_the_reports(tmp_path):
         }
 
 
+@pytest.fixture
+def real_inputs(tmp_path):
+    """The documented file names made of the real APPS problems beside the checkout (statements of
+    1,500 to 2,200 characters, real tests): two in the TACO-verified file (one trains, one is
+    TACO-dev), the third in LiveCodeBench's, so that no training problem is evaluated."""
+    if not APPS_SAMPLES.is_dir():
+        pytest.skip(f"no real problems at {APPS_SAMPLES}")
+    problems = apps_problems(APPS_SAMPLES)
+    assert len(problems) >= 3 and min(len(p["question"]) for p in problems) > 1000
+    taco_file(tmp_path / "taco_verified.parquet", problems=[problems[0], problems[2]])
+    lcb_file(tmp_path / "test6.jsonl", problems=[problems[1]])
+    return tmp_path
+
+
 @pytest.mark.slow
 @pytest.mark.train
 @pytest.mark.memory_heavy
-def test_the_rehearsal_runs_the_whole_chain_to_a_report_beside_the_papers_figures(inputs, tmp_path):
+def test_the_rehearsal_runs_the_whole_chain_on_real_problems_to_a_report_beside_the_papers_figures(
+    real_inputs, tmp_path
+):
     (command,) = commands_of("rehearsal")
     run_dir, home = tmp_path / "run", tmp_path / "home"
     home.mkdir()
-    proc = run(command, inputs, home, timeout=3000, extra=["--run_dir", str(run_dir)])
+    proc = run(command, real_inputs, home, timeout=3000, extra=["--run_dir", str(run_dir)])
     assert proc.returncode == 0, proc.stdout[-5000:] + proc.stderr[-3000:]
     report = json.loads((run_dir / "report/report.json").read_text())
     cfg = yaml.safe_load((ROOT / "configs/paper_rehearsal.yaml").read_text())
@@ -164,7 +181,7 @@ def test_the_rehearsal_runs_the_whole_chain_to_a_report_beside_the_papers_figure
     assert f"--turns {cfg['eval_turns']}" in commands["eval_trained_multi"]
     # every problem set evaluated for base and trained, a curve of 1 + eval_turns points each
     lcb = load_jsonl(run_dir / "data/lcb_test6.jsonl")
-    assert report["livecodebench"]["pass_at_1"]["base"]["problems"] == len(lcb) == 3
+    assert report["livecodebench"]["pass_at_1"]["base"]["problems"] == len(lcb) == 1
     for key in ("livecodebench", "taco_dev"):
         for model in ("base", "trained"):
             assert len(report[key]["pass_at_1"][model]["pass_at_1"]) == 1 + cfg["eval_turns"]
@@ -175,6 +192,9 @@ def test_the_rehearsal_runs_the_whole_chain_to_a_report_beside_the_papers_figure
     assert '"world_size": 4' in step and '"rollout_replicas": 4' in step, step[:600]
     md = (run_dir / "report/report.md").read_text()
     assert "A rehearsal on CPU" in md and "## Comparability" in md
+    # the real statements do not fit the rehearsal's 384 prompt tokens: the length came from the data
+    assert "GRPO's step: rehearsal prompt length set from the data" in md, md[:2000]
+    assert re.search(r"GRPO's step: rehearsal prompts: \d+ rows of \d+ distinct prompts of \d+", md)
     # a rehearsal's setting is not the paper's: its figures are not set beside the rehearsal's numbers
     assert (
         "| LiveCodeBench (test6) | trained | — (model, " in md and "38.5" not in md.split("## Stage times")[0]
@@ -267,6 +287,26 @@ def test_a_training_problem_that_is_also_evaluated_stops_the_run_before_its_firs
     assert len(err) == 1 and err[0].startswith("error: ") and expected in err[0], err
     assert "--allow_overlap" in err[0] and reached == []
     assert not (tmp_path / "run/trajectories").exists()
+
+
+def test_a_problem_set_the_filters_emptied_stops_the_run_after_the_problems(tmp_path, capsys, monkeypatch):
+    """TACO-verified problems with fewer than 8 tests are all dropped: the run stops in one line
+    naming the empty file (it went on, skipped every stage on the empty input and failed at the
+    bandit prompts, far from the cause)."""
+    from cobalt import reproduce
+    from cobalt.data.embedded import load_problems
+
+    few_tests = [{**p, "hidden_tests": {"inputs": [], "outputs": []}} for p in load_problems()[:4]]
+    taco_file(tmp_path / "taco.jsonl", problems=few_tests)
+    lcb_file(tmp_path / "test6.jsonl", limit=2, start=20)
+    reached = []
+    monkeypatch.setattr(reproduce, "base_model", lambda run, inputs: reached.append(1) or 1 / 0)
+    argv = ["--rehearse", "--profile", "multi_turn_qwen3_8b", "--taco", str(tmp_path / "taco.jsonl"),
+            "--lcb", str(tmp_path / "test6.jsonl"), "--run_dir", str(tmp_path / "run")]  # fmt: skip
+    assert reproduce.main(argv) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "taco_verified_filtered_train" in err[0], err
+    assert "no train problems are left after preprocessing (logs/taco.log" in err[0] and reached == []
 
 
 def test_validation_prompts_come_from_problems_never_trained_on(tmp_path, tiny_tokenizer_dir):

@@ -104,6 +104,18 @@ def overlap_lines(root: Path) -> list[str]:
             f"are also evaluated ({named}{more}). The Pass@1 below is not a held-out figure."]  # fmt: skip
 
 
+def rehearsal_lines(root: Path) -> list[str]:
+    """What the rehearsal's GRPO step left out of the chain's prompts (the longest, where the
+    rehearsal's prompt length holds too few) and the prompt length it took, from its log."""
+    log = root / "logs/grpo.log"
+    if not log.exists():
+        return []
+    marks = ("rehearsal prompts: ", "rehearsal prompt length set from the data: ")
+    found = [line.split(mark, 1)[1].strip() for line in log.read_text(errors="replace").splitlines()
+             for mark in marks if mark in line]  # fmt: skip
+    return [f"GRPO's step: {text}." for text in found]
+
+
 def write_paper_report(run, profile: str, base: dict, trained: dict, seconds: float) -> Path:
     """``report/report.json``, one figure per problem set and ``report/report.md``."""
     out = run.root / "report"
@@ -130,7 +142,8 @@ def write_paper_report(run, profile: str, base: dict, trained: dict, seconds: fl
                   "TACO-dev figure (COBALT-FT with perturbed training) is left out.", ""]  # fmt: skip
     if run.cfg.rehearse:
         lines += ["**A rehearsal on CPU**: SmolLM2 stands in for the base model and GRPO trained a tiny random "
-                  "model for one step, so the numbers below say the chain runs, not what it learns.", ""]  # fmt: skip
+                  "model for one step, so the numbers below say the chain runs, not what it learns.",
+                  *rehearsal_lines(run.root), ""]  # fmt: skip
     lines += [*comparability.section(diffs), "## Beside the paper", "", *paper_rows(report, paper, diffs), ""]
     for key, *_rest in SETS.values():
         if key in report:
