@@ -161,14 +161,20 @@ def split_processed(run: Run, source: str, out: dict[str, Path]) -> None:
         write_jsonl(run.path(str(out[name].relative_to(run.root))), records)
 
 
-def refuse_empty(files: dict[str, Path]) -> None:
-    """A problem set the filters emptied (e.g. TACO's: fewer than 8 tests) stops the run here, in
-    one line; every later stage would otherwise skip on an empty input and fail far from it."""
-    for name in ("train", "dev", "lcb"):
+def refuse_empty(files: dict[str, Path], trains_on_perturbed: bool) -> None:
+    """A problem set the filters emptied (TACO's: fewer than 8 tests; the perturbation's: fewer
+    than 2 distinct public outputs) stops the run here, in one line; every later stage would
+    otherwise skip on the empty input and fail far from it."""
+    logs = {"train": "taco", "dev": "taco", "lcb": "lcb", "train_perturbed": "perturb_train",
+            "dev_perturbed": "perturb_dev"}  # fmt: skip
+    needed = (
+        ["train", "dev", "lcb"] + (["train_perturbed"] if trains_on_perturbed else []) + ["dev_perturbed"]
+    )
+    for name in needed:
         if line_count(files[name]) == 0:
-            log = "logs/lcb.log" if name == "lcb" else "logs/taco.log"
-            raise ValueError(f"{files[name]}: no {name} problems are left after preprocessing ({log} says "
-                             "why); give other input files and start a new run (--new)")  # fmt: skip
+            raise ValueError(f"{files[name]}: no {name} problems are left after preprocessing "
+                             f"(logs/{logs[name]}.log says why); give other input files and start a new "
+                             "run (--new)")  # fmt: skip
 
 
 def refuse_overlap(run: Run, inputs: Inputs, files: dict[str, Path]) -> list:
@@ -439,7 +445,7 @@ def base_model(run: Run, inputs: Inputs) -> Path:
 def run_chain(run: Run, inputs: Inputs) -> Path:
     started = time.monotonic()
     files = problems(run, inputs)
-    refuse_empty(files)
+    refuse_empty(files, trains_on_perturbed=not (single_turn(inputs.profile) or inputs.trajectories))
     refuse_overlap(run, inputs, files)
     model = base_model(run, inputs)
     evaluated: dict[str, Path] = {}

@@ -289,15 +289,30 @@ def test_a_training_problem_that_is_also_evaluated_stops_the_run_before_its_firs
     assert not (tmp_path / "run/trajectories").exists()
 
 
-def test_a_problem_set_the_filters_emptied_stops_the_run_after_the_problems(tmp_path, capsys, monkeypatch):
-    """TACO-verified problems with fewer than 8 tests are all dropped: the run stops in one line
-    naming the empty file (it went on, skipped every stage on the empty input and failed at the
-    bandit prompts, far from the cause)."""
+def one_test_eight_times(problem: dict) -> dict:
+    first = {key: problem["public_tests"][key][:1] * 8 for key in ("inputs", "outputs")}
+    return {**problem, "public_tests": first, "hidden_tests": {"inputs": [], "outputs": []}}
+
+
+@pytest.mark.parametrize(
+    ("emptied", "expected"),
+    [
+        (lambda p: {**p, "hidden_tests": {"inputs": [], "outputs": []}}, "taco_verified_filtered_train"),
+        (one_test_eight_times, "taco_train_perturbed.jsonl: no train_perturbed problems"),
+    ],
+    ids=["fewer than 8 tests", "one distinct public output"],
+)
+def test_a_problem_set_the_filters_emptied_stops_the_run_after_the_problems(
+    tmp_path, capsys, monkeypatch, emptied, expected
+):
+    """TACO-verified problems with fewer than 8 tests are all dropped, and those whose public
+    tests have one output cannot be perturbed: the run stops in one line naming the empty file (it
+    went on, skipped every stage on the empty input and failed at the bandit prompts, far from the
+    cause)."""
     from cobalt import reproduce
     from cobalt.data.embedded import load_problems
 
-    few_tests = [{**p, "hidden_tests": {"inputs": [], "outputs": []}} for p in load_problems()[:4]]
-    taco_file(tmp_path / "taco.jsonl", problems=few_tests)
+    taco_file(tmp_path / "taco.jsonl", problems=[emptied(p) for p in load_problems()[:4]])
     lcb_file(tmp_path / "test6.jsonl", limit=2, start=20)
     reached = []
     monkeypatch.setattr(reproduce, "base_model", lambda run, inputs: reached.append(1) or 1 / 0)
@@ -305,8 +320,8 @@ def test_a_problem_set_the_filters_emptied_stops_the_run_after_the_problems(tmp_
             "--lcb", str(tmp_path / "test6.jsonl"), "--run_dir", str(tmp_path / "run")]  # fmt: skip
     assert reproduce.main(argv) == 1
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "taco_verified_filtered_train" in err[0], err
-    assert "no train problems are left after preprocessing (logs/taco.log" in err[0] and reached == []
+    assert len(err) == 1 and expected in err[0], err
+    assert "problems are left after preprocessing (logs/" in err[0] and reached == []
 
 
 def test_validation_prompts_come_from_problems_never_trained_on(tmp_path, tiny_tokenizer_dir):
