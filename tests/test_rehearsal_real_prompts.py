@@ -13,7 +13,14 @@ from conftest import APPS_SAMPLES
 from cobalt.errors import ConfigError
 from cobalt.prompts import SYSTEM_PROMPT, build_instruction
 from cobalt.train.profile import hydra_overrides, load_profile, override_value
-from cobalt.train.rehearsal import PROMPT_LENGTH_STEP, plan, prepare, prompt_lengths, tile_prompts
+from cobalt.train.rehearsal import (
+    MICRO_BATCHES,
+    PROMPT_LENGTH_STEP,
+    plan,
+    prepare,
+    prompt_lengths,
+    tile_prompts,
+)
 
 pytestmark = pytest.mark.skipif(not APPS_SAMPLES.is_dir(), reason=f"no {APPS_SAMPLES}")
 
@@ -50,6 +57,12 @@ def test_a_rehearsal_on_real_statements_sets_its_prompt_length_from_the_data(tmp
     assert length >= max(lengths) and length % PROMPT_LENGTH_STEP == 0 and length - max(lengths) < 64
     response = int(override_value(fitted, "data.max_response_length"))
     assert int(override_value(fitted, "actor_rollout_ref.rollout.max_model_len")) == length + response
+    # as many tokens a micro-batch as at the rehearsal's own length (16 sequences ran out of memory)
+    for key in MICRO_BATCHES:
+        size = int(override_value(overrides, key))
+        assert (
+            int(override_value(fitted, key)) == max(1, size * (384 + response) // (length + response)) < size
+        )
     tiled = pd.read_parquet(override_value(fitted, "data.train_files"))
     assert set(tiled["idx"]) == set(range(len(prompts)))  # every real prompt kept: fewer than 8
     assert any(f"{len(prompts)} distinct prompts of {len(prompts)}" in line for line in logged)
