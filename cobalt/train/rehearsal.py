@@ -183,11 +183,13 @@ def same_tokens_per_micro_batch(overrides: list[str], before: int, after: int, l
     """Micro-batches cut so that each holds no more tokens at the longer sequences than at the
     rehearsal's own (the logits of the family's whole vocabulary dominate a tiny model's memory:
     at 1,312 tokens the profile's 16 sequences a log-prob micro-batch ran a 24 GiB machine out of
-    memory). Micro-batches split work without changing the step's arithmetic."""
+    memory). Micro-batches split work without changing the step's arithmetic; a cut one divides
+    the profile's (veRL splits a rank's batch into whole micro-batches)."""
     changed = []
     for key in MICRO_BATCHES:
-        size = override_value(overrides, key)
-        if size is not None and (cut := max(1, int(size) * before // after)) < int(size):
+        size = int(override_value(overrides, key) or 0)
+        most = max(1, size * before // after)
+        if size and (cut := max(d for d in range(1, most + 1) if size % d == 0)) < size:
             changed.append(override(key, cut))
             log(f"rehearsal micro-batch {key}: {size} -> {cut} sequences (as many tokens as at {before})")
     return changed
