@@ -111,7 +111,7 @@ def rehearsal_lines(root: Path) -> list[str]:
     if not log.exists():
         return []
     marks = ("rehearsal prompts: ", "rehearsal prompt length set from the data: ")
-    found = [line.split(mark, 1)[1].strip() for line in log.read_text(errors="replace").splitlines()
+    found = [mark + line.split(mark, 1)[1].strip() for line in log.read_text(errors="replace").splitlines()
              for mark in marks if mark in line]  # fmt: skip
     return [f"GRPO's step: {text}." for text in found]
 
