@@ -59,19 +59,22 @@ def test_a_replica_asking_for_a_resource_the_cluster_lacks_fails_within_the_time
 
 def test_an_engine_whose_replica_needs_a_gpu_fails_within_deploy_timeout_s(ray_cluster, tmp_path):
     """The CPU engine config without ``accelerator_config: {kind: cpu}`` (as engine_paper on a CPU
-    cluster): its vLLM replica asks for a GPU this cluster has not."""
+    cluster): its vLLM replica asks for a GPU this cluster has not. On a route of its own: the
+    session's engine may hold the OpenAI route ``/`` on this cluster."""
     from ray import serve
 
     from cobalt.config import load_config
-    from cobalt.serve.engine import EngineConfig, start_engine_app
+    from cobalt.serve.engine import EngineConfig, build_engine_app, deploy
     from cobalt.train.tiny_policy import random_policy
 
     config = load_config("engine")
     config["llm"].pop("accelerator_config")
     config |= {"app_name": "engine_no_gpu", "deploy_timeout_s": 40}
     cfg = EngineConfig(**config)
-    model = random_policy(tmp_path / "random")
-    took, error = outcome_within(90, lambda: start_engine_app(str(model), cfg))
+    app = build_engine_app(str(random_policy(tmp_path / "random")), cfg)
+    took, error = outcome_within(
+        90, lambda: deploy(app, cfg.app_name, cfg.deploy_timeout_s, route_prefix="/engine_no_gpu")
+    )
     assert isinstance(error, TimeoutError), error
     assert took < 55 and "engine_no_gpu" in str(error) and '"GPU": 1.0' in str(error), str(error)
     assert wait_until(lambda: deleted(serve, "engine_no_gpu"), 30)
