@@ -317,7 +317,7 @@ def check_context(budget: dict) -> Check:
 def checks(cfg, inputs, profile_overrides: dict, single_turn: bool, runs_root: Path, budget: dict,
            cost: dict | None = None) -> list[Check]:  # fmt: skip
     """Every check, in order; ``budget`` is the context estimate (cobalt.infer.context_budget)."""
-    from cobalt.reproduce import profile_model
+    from cobalt.train.profile import profile_model
 
     cost = cost or estimate(cfg, inputs, profile_overrides, single_turn)
     needed = int(profile_overrides.get("trainer.n_gpus_per_node", 1)) * int(

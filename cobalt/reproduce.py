@@ -44,6 +44,7 @@ from cobalt.stages import (
     self_debug_side_by_side,
     stop_engine,
 )
+from cobalt.train.profile import profile_model, single_turn
 
 PERTURBED_FIELD = "perturbed_public_test_cases"
 
@@ -78,18 +79,6 @@ class Inputs:
     taco_dev: str | None = None
     allow_overlap: bool = False  # train even on problems that are also evaluated (experiments only)
     trajectories_perturbed: str | None = None
-
-
-def single_turn(profile: str) -> bool:
-    from cobalt.train.profile import load_profile
-
-    return "single_turn" in str(load_profile(profile).overrides.get("data.train_files", ""))
-
-
-def profile_model(profile: str) -> str:
-    from cobalt.train.profile import load_profile
-
-    return str(load_profile(profile).overrides["actor_rollout_ref.model.path"])
 
 
 # ------------------------------------------------------------------------------------- problems

@@ -197,3 +197,13 @@ def override_error(item: str) -> str | None:
 
 
 ATTENTION_KEY = "actor_rollout_ref.model.override_config.attn_implementation"
+
+
+def single_turn(profile: str) -> bool:
+    """Whether training profile ``profile`` trains on turn-0 prompts (no trajectory stages)."""
+    return "single_turn" in str(load_profile(profile).overrides.get("data.train_files", ""))
+
+
+def profile_model(profile: str) -> str:
+    """The base model training profile ``profile`` names."""
+    return str(load_profile(profile).overrides["actor_rollout_ref.model.path"])
