@@ -8,8 +8,8 @@ gain is noise: data order, sampling). A run whose ``verdict.json`` exists is not
 interrupted calibration resumes. Then, from each run's metrics and rollout dump, it prints both
 criteria's gains per run, whether the current margins (``cobalt.train.learning_check.Criteria``)
 separate the two groups, and the false-pass and false-fail rates those margins give under a normal
-fit of each group (a run passes when both gains reach their margins; the two gains of a run are
-treated as independent). Baseline: the margins must fail every null run and pass every learning
+fit of each group (a run passes when its judged gains reach their margins -- the training reward's
+only when ``Criteria.margin`` is set; the two gains of a run are treated as independent). Baseline: the margins must fail every null run and pass every learning
 run. One pair of runs takes about 20 minutes on 2 cores.
 """
 
@@ -51,6 +51,10 @@ def gains(run_dir: Path) -> tuple[float, float]:
     return verdict.gain, verdict.val_gain
 
 
+def reward_passes(gain: float, criteria: Criteria) -> bool:
+    return criteria.margin is None or gain >= criteria.margin
+
+
 def tail(values: list[float], margin: float, above: bool) -> float:
     """P(X >= margin) (above) or P(X < margin) under a normal fit of ``values``."""
     dist = statistics.NormalDist(statistics.mean(values), statistics.stdev(values))
@@ -66,23 +70,25 @@ def summary(out: Path, seeds: list[int], criteria: Criteria) -> str:
     ]
     for kind, by_seed in runs.items():
         for seed, (g, v) in by_seed.items():
-            passes = g >= criteria.margin and v >= criteria.val_margin
+            passes = reward_passes(g, criteria) and v >= criteria.val_margin
             lines.append(f"| {kind} | {seed} | {g:+.3f} | {v:+.3f} | {'yes' if passes else 'no'} |")
     learn, null = runs["learn"].values(), runs["null"].values()
     if min(len(learn), len(null)) >= 2:
         col = lambda rows, i: [r[i] for r in rows]  # noqa: E731
-        false_pass = tail(col(null, 0), criteria.margin, True) * tail(col(null, 1), criteria.val_margin, True)
-        false_fail = 1 - (1 - tail(col(learn, 0), criteria.margin, False)) * (
-            1 - tail(col(learn, 1), criteria.val_margin, False)
-        )
+        reward_judged = criteria.margin is not None
+        false_pass = tail(col(null, 1), criteria.val_margin, True)
+        false_fail = tail(col(learn, 1), criteria.val_margin, False)
+        if reward_judged:
+            false_pass *= tail(col(null, 0), criteria.margin, True)
+            false_fail = 1 - (1 - tail(col(learn, 0), criteria.margin, False)) * (1 - false_fail)
         for name, i, margin in (("reward", 0, criteria.margin), ("training prompts", 1, criteria.val_margin)):
             lines.append(f"{name}: null {min(col(null, i)):+.3f}..{max(col(null, i)):+.3f} "
                          f"(mean {statistics.mean(col(null, i)):+.3f}, sd {statistics.stdev(col(null, i)):.3f}), "
                          f"learning {min(col(learn, i)):+.3f}..{max(col(learn, i)):+.3f} "
                          f"(mean {statistics.mean(col(learn, i)):+.3f}, sd {statistics.stdev(col(learn, i)):.3f}), "
-                         f"margin {margin}")  # fmt: skip
-        lines.append(f"false pass (a null run passes both) {false_pass:.1e}; false fail (a learning run "
-                     f"misses either) {false_fail:.1e}  [normal fits; {len(null)} null, {len(learn)} learning runs]")  # fmt: skip
+                         f"margin {'not judged' if margin is None else margin}")  # fmt: skip
+        lines.append(f"false pass (a null run passes) {false_pass:.1e}; false fail (a learning run "
+                     f"fails) {false_fail:.1e}  [normal fits; {len(null)} null, {len(learn)} learning runs]")  # fmt: skip
     return "\n".join(lines)
 
 

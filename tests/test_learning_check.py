@@ -21,7 +21,15 @@ from pathlib import Path
 import pytest
 from proc_helpers import processes_using, wait_until
 
-from cobalt.train.learning_check import Criteria, Unjudgeable, judge, main, read_metrics, read_rollouts
+from cobalt.train.learning_check import (
+    Criteria,
+    Unjudgeable,
+    judge,
+    main,
+    read_metrics,
+    read_rollouts,
+    report,
+)
 from cobalt.train.profile import load_profile
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -65,8 +73,9 @@ def test_a_gain_from_the_data_order_alone_is_not_a_gain_when_paired_by_prompt(tm
     rewards = [sum(sum(v) for v in s.values()) / sum(len(v) for v in s.values()) for s in order]
     metrics = read_metrics(write_metrics(tmp_path / "m.jsonl", rewards, {0: 0.0, 8: 0.5}))
     rollouts = read_rollouts(write_rollouts(tmp_path / "rollouts", order))
-    assert judge(metrics).gain == pytest.approx(0.75) and judge(metrics).passed
-    verdict = judge(metrics, rollouts=rollouts)
+    judged = Criteria(margin=0.03)
+    assert judge(metrics, judged).gain == pytest.approx(0.75) and judge(metrics, judged).passed
+    verdict = judge(metrics, judged, rollouts)
     assert verdict.gain == pytest.approx(0.0) and verdict.paired_prompts == 2 and not verdict.passed
     assert "paired over 2 prompts" in verdict.reasons[0]
 
@@ -110,9 +119,23 @@ def test_rising_reward_and_validation_pass(tmp_path):
     assert list(verdict.rewards) == list(range(1, 11))
 
 
-def test_flat_reward_fails_even_with_rising_validation(tmp_path):
+def test_the_training_reward_is_reported_not_judged_by_default(tmp_path):
+    """On 8 steps of 8 prompts the training reward is too noisy to gate on: in CI a learning run
+    gained -0.020 in it (paired; -0.044 unpaired, as here) while its validation rose +0.188."""
+    rewards = [0.003, 0.045, -0.065, 0.143, -0.008, 0.075, -0.054, -0.064]
+    metrics = read_metrics(write_metrics(tmp_path / "m.jsonl", rewards, {0: 0.172, 8: 0.360}))
+    verdict = judge(metrics)
+    assert verdict.passed and verdict.gain == pytest.approx(-0.044, abs=1e-3)
+    assert "(not judged" in report(verdict) and "LEARNED: the reward on the training prompts" in report(
+        verdict
+    )
+
+
+def test_flat_reward_fails_with_a_reward_margin(tmp_path):
     rewards = [0.0, 0.1, -0.1, 0.05] * 3
-    verdict = judge(read_metrics(write_metrics(tmp_path / "m.jsonl", rewards, {0: 0.1, 12: 0.5})))
+    verdict = judge(
+        read_metrics(write_metrics(tmp_path / "m.jsonl", rewards, {0: 0.1, 12: 0.5})), Criteria(margin=0.03)
+    )
     assert not verdict.passed
     assert len(verdict.reasons) == 1 and "reward gain" in verdict.reasons[0]
 
@@ -190,13 +213,15 @@ def test_cli_exit_status_report_and_json(tmp_path, capsys):
     assert "gain +0.6000" in out and "LEARNED" in out
     saved = json.loads((tmp_path / "v.json").read_text())
     assert saved["passed"] is True and saved["gain"] == pytest.approx(0.6)
-    assert main([str(flat)]) == 1
+    assert main([str(flat)]) == 0  # the training reward is reported, not judged
+    assert main([str(flat), "--margin", "0.03"]) == 1
     assert "NOT LEARNED" in capsys.readouterr().out
     assert main([str(flat), "--margin", "0", "--val-margin", "0.2"]) == 0
+    assert main([str(flat), "--val-margin", "0.21"]) == 1
     assert main([str(tmp_path / "missing.jsonl")]) == 2
     assert main([str(good), "--window", "5"]) == 2
     flat_rollouts = write_rollouts(tmp_path / "rollouts", [{"p": [0.0]}] * 8)
-    assert main([str(good), "--rollouts", str(flat_rollouts)]) == 1  # paired: no prompt gained
+    assert main([str(good), "--rollouts", str(flat_rollouts), "--margin", "0.03"]) == 1  # paired: no gain
     assert "paired over 1 prompts: gain +0.0000" in capsys.readouterr().out
 
 
@@ -383,7 +408,7 @@ def test_learning_check_passes(tmp_path):
     pytest.importorskip("vllm")
     proc, verdict = run_check(tmp_path / "run")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    assert verdict["passed"] and verdict["gain"] >= verdict["criteria"]["margin"] > 0
+    assert verdict["passed"] and verdict["criteria"]["margin"] is None
     assert verdict["val_gain"] >= verdict["criteria"]["val_margin"] > 0
     assert verdict["paired_prompts"] >= 8  # the reward gain was paired by prompt (rollout dump)
     # it printed the per-step means and the verdict, and left veRL's metrics file

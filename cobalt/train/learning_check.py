@@ -1,31 +1,32 @@
 """The learning check's verdict: did a GRPO run make the policy better? Reads veRL's metrics file.
 
     python -m cobalt.train.learning_check runs/learning_check/<id>/metrics.jsonl
-           [--rollouts runs/learning_check/<id>/rollouts] [--window 4] [--margin 0.03]
-           [--val-margin 0.1] [--reward-key critic/score/mean]
+           [--rollouts runs/learning_check/<id>/rollouts] [--window 4] [--val-margin 0.1]
+           [--margin M] [--reward-key critic/score/mean]
 
 ``scripts/learning_check.sh`` trains (``configs/train/learning_check.yaml``) and then runs this.
 The metrics file is what veRL's ``file`` logger writes (``trainer.logger`` with ``file``,
 ``VERL_FILE_LOGGER_PATH``): one JSON object per line, ``{"step": N, "data": {metric: value}}``;
 validation before training is logged at step 0, and lines of the same step are merged.
 
-The run learned when, on one seeded run:
+The run learned when, on one seeded run, the sampled reward on the validation prompts
+(``val-core/<source>/acc/mean@<n>``, averaged over data sources) at the last validation exceeds the
+first (step 0, before any update) by at least ``val_margin``. The learning check validates on its
+*training* prompts at temperature 0.6 (``configs/train/learning_check.yaml``), so this is a
+lower-noise reading of the reward on the prompts it trains on, not a held-out score: the report
+says so (``VAL_NAME``).
 
-* the training reward over the last ``window`` steps exceeds that over the first ``window`` steps
-  by at least ``margin`` -- window means, not one step, so one lucky batch cannot pass the check.
-  With ``--rollouts`` (veRL's ``trainer.rollout_data_dir`` dump, one ``<step>.jsonl`` per step)
+The report also gives the training reward's gain: the mean over the last ``window`` steps minus
+that over the first ``window`` -- window means, not one step. It is judged only when ``margin`` is
+set: on 8 steps of 8 prompts it is too noisy to gate on (a learning run in CI gained -0.020 while
+its validation rose +0.188; one of five runs without learning gained +0.032). With ``--rollouts`` (veRL's ``trainer.rollout_data_dir`` dump, one ``<step>.jsonl`` per step)
   the comparison is paired by prompt: each prompt's mean reward in the last window minus its mean
   in the first, averaged over the prompts seen in both, so the luck of which prompts the data
   order puts in each window cancels (with seed 1 the first batch holds the hardest prompts, which
   made a run without learning gain +0.105 unpaired). Without it, the window means of the per-step
-  metric (``critic/score/mean``); and
-* the sampled reward on the validation prompts (``val-core/<source>/acc/mean@<n>``, averaged
-  over data sources) at the last validation exceeds the first (step 0, before any update) by at
-  least ``val_margin``. The learning check validates on its *training* prompts at temperature 0.6
-  (``configs/train/learning_check.yaml``), so this is a second, lower-noise reading of the reward
-  on the prompts it trains on, not a held-out score: the report says so (``VAL_NAME``).
+  metric (``critic/score/mean``).
 
-Exit status 0 when both hold, 1 when not, 2 when the file cannot be judged (missing, too few
+Exit status 0 when the judged gains reach their margins, 1 when not, 2 when the file cannot be judged (missing, too few
 steps, no validation). The thresholds below were chosen from measured runs; see
 ``tests/test_learning_check.py`` and docs/training.md ("The learning check") for the numbers.
 """
@@ -45,7 +46,7 @@ from cobalt.jsonl import read_numbered_jsonl
 
 REWARD_KEY = "critic/score/mean"
 VAL_KEY = r"^val-core/.+/acc/mean@\d+$"
-# what the second criterion measures in the learning check (its validation files are its training files)
+# what the verdict measures in the learning check (its validation files are its training files)
 VAL_NAME = "reward on the training prompts at temperature 0.6"
 
 
@@ -55,7 +56,7 @@ class Criteria:
     # each of the 8-step check (bench/calibrate_learning_check.py; the runs and the false-pass and
     # false-fail rates they give: docs/benchmarks.md, "The learning check").
     window: int = 4  # steps averaged at each end
-    margin: float = 0.03  # last-window mean reward minus first-window mean (paired by prompt), at least
+    margin: float | None = None  # training reward gain (paired by prompt) required; None: reported only
     val_margin: float = 0.10  # last validation score minus the first, at least
     reward_key: str = REWARD_KEY
     val_key: str = VAL_KEY  # a regular expression; matching keys of one step are averaged
@@ -209,7 +210,7 @@ def judge(
     val_steps = sorted(validation)
     val_gain = validation[val_steps[-1]] - validation[val_steps[0]]
     reasons = []
-    if not gain >= criteria.margin:
+    if criteria.margin is not None and not gain >= criteria.margin:
         reasons.append(
             f"reward gain {gain:+.3f} (last {criteria.window} steps {last_mean:.3f} - first "
             f"{criteria.window} {first_mean:.3f}{_paired(paired_prompts)}) is below the margin {criteria.margin}"
@@ -243,7 +244,8 @@ def report(verdict: Verdict) -> str:
     lines += [f"  step {step:3d}  {value:+.4f}" for step, value in verdict.rewards.items()]
     lines.append(
         f"first {c.window} steps {verdict.first_mean:+.4f}, last {c.window} steps {verdict.last_mean:+.4f}"
-        f"{_paired(verdict.paired_prompts)}: gain {verdict.gain:+.4f} (margin {c.margin})"
+        f"{_paired(verdict.paired_prompts)}: gain {verdict.gain:+.4f} "
+        + ("(not judged: too noisy on so few steps)" if c.margin is None else f"(margin {c.margin})")
     )
     val = ", ".join(f"step {step} {value:.4f}" for step, value in verdict.validation.items())
     lines.append(
@@ -251,7 +253,8 @@ def report(verdict: Verdict) -> str:
         f"(margin {c.val_margin})"
     )
     if verdict.passed:
-        lines.append(f"LEARNED: the training reward and the {VAL_NAME} rose by at least their margins")
+        judged = f"the {VAL_NAME}" if c.margin is None else f"the training reward and the {VAL_NAME}"
+        lines.append(f"LEARNED: {judged} rose by at least the margin")
     else:
         lines += ["NOT LEARNED:"] + [f"  {reason}" for reason in verdict.reasons]
     return "\n".join(lines)
@@ -261,8 +264,8 @@ def main(argv=None) -> int:
     defaults = Criteria()
     parser = argparse.ArgumentParser(
         description="Verdict of the learning check on veRL's metrics JSONL (trainer.logger 'file'): "
-        "exit 0 when the mean reward of the last steps beats that of the first steps by the margin "
-        "and the validation reward (in the learning check: on its training prompts) rose; 1 when not; 2 when the file cannot be judged."
+        "exit 0 when the validation reward (in the learning check: on its training prompts) rose by "
+        "the margin (and, with --margin, the training reward too); 1 when not; 2 when the file cannot be judged."
     )
     parser.add_argument("metrics", help="veRL's file-logger JSONL (VERL_FILE_LOGGER_PATH)")
     parser.add_argument(
@@ -271,7 +274,12 @@ def main(argv=None) -> int:
         help="veRL's rollout dump (trainer.rollout_data_dir): the reward gain is then paired by prompt",
     )
     parser.add_argument("--window", type=int, default=defaults.window, help="steps averaged at each end")
-    parser.add_argument("--margin", type=float, default=defaults.margin, help="required reward gain")
+    parser.add_argument(
+        "--margin",
+        type=float,
+        default=defaults.margin,
+        help="also require this training reward gain (default: reported, not judged)",
+    )
     parser.add_argument(
         "--val-margin",
         type=float,
