@@ -135,6 +135,16 @@ def tiny_engine(ray_cluster, evaluator_app, tmp_path_factory):
     }
 
 
+@pytest.fixture(scope="module")
+def executor_factory():
+    """Executors on the real sandbox (a local evaluator of 2 workers) for the inference tests."""
+    from cobalt.data.execute import Executor
+    from cobalt.serve.client import LocalEvaluator
+
+    evaluator = LocalEvaluator(max_workers=2)
+    return lambda: Executor(evaluator, concurrency=4, timeout_s=60)
+
+
 @pytest.fixture(scope="session")
 def tiny_tokenizer_dir(tmp_path_factory):
     """A small byte-level BPE tokenizer with a ChatML template, built offline."""

@@ -6,6 +6,9 @@ from cobalt.data import embedded
 from cobalt.data.embedded import problem_records  # noqa: F401 (re-exported for the tests)
 from cobalt.infer.llm import Activity, Completion
 
+PID = "cobalt-001"  # the embedded problem the inference tests run
+FAILED = {"passing": [False], "feedback": ["x"]}  # a public-test verdict: the one test failed
+
 
 def programs(problem_id: str) -> tuple[str, str]:
     """A correct and a wrong program of an embedded problem."""

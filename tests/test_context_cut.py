@@ -9,9 +9,8 @@ import json
 from types import SimpleNamespace
 
 import pytest
-from infer_fixtures import ScriptedModel, answer, problem_records, programs
+from infer_fixtures import FAILED, PID, ScriptedModel, answer, problem_records, programs
 
-from cobalt.data.execute import Executor
 from cobalt.data.trajectories import validate
 from cobalt.errors import DataError
 from cobalt.eval.hidden import evaluate_record
@@ -20,16 +19,6 @@ from cobalt.infer.llm import ContextWindowExceeded
 from cobalt.infer.multi_turn import debug_problem
 from cobalt.infer.single_turn import Sampling, sample_problem
 from cobalt.jsonl import write_jsonl
-from cobalt.serve.client import LocalEvaluator
-
-PID = "cobalt-001"
-FAILED = {"passing": [False], "feedback": ["x"]}
-
-
-@pytest.fixture(scope="module")
-def executor_factory():
-    evaluator = LocalEvaluator(max_workers=2)
-    return lambda: Executor(evaluator, concurrency=4, timeout_s=60)
 
 
 def window(limit: int):

@@ -11,7 +11,7 @@ import math
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from infer_fixtures import ScriptedModel, answer, problem_records, programs
+from infer_fixtures import FAILED, PID, ScriptedModel, answer, problem_records, programs
 
 from cobalt.data.bandit import build_bandit_prompts
 from cobalt.data.execute import Executor
@@ -26,16 +26,6 @@ from cobalt.infer.stream import stream_records
 from cobalt.jsonl import append_jsonl, load_jsonl, resume_appending, write_jsonl
 from cobalt.passk import pass_at_1_per_turn, pass_at_k
 from cobalt.prompts import ALL_PUBLIC_PASSED_MARKER
-from cobalt.serve.client import LocalEvaluator
-
-PID = "cobalt-001"
-FAILED = {"passing": [False], "feedback": ["x"]}
-
-
-@pytest.fixture(scope="module")
-def executor_factory():
-    evaluator = LocalEvaluator(max_workers=2)
-    return lambda: Executor(evaluator, concurrency=4, timeout_s=60)
 
 
 # ------------------------------------------------------------------------------------ pass@k
