@@ -46,7 +46,7 @@ def load_design(name: str | Path = "generalize_design") -> dict:
 
 def profile_config(design: dict):
     """The quickstart settings every arm shares: the profile with the design's overrides."""
-    from cobalt.quickstart import QuickstartConfig
+    from cobalt.quickstart_config import QuickstartConfig
 
     data = merge(load_config(design["profile"]), design.get("overrides") or {})
     return from_dict(QuickstartConfig, data, source=f"{design['profile']} + design overrides")

@@ -33,6 +33,7 @@ from cobalt.data.embedded import PROBLEM_SETS
 from cobalt.data.sources import file_shape
 from cobalt.eval.quickstart_report import METRICS_FILE, RunRecord, write_report
 from cobalt.jsonl import load_jsonl, write_jsonl
+from cobalt.quickstart_config import QuickstartConfig
 from cobalt.stages import (
     ROOT,
     Chain,
@@ -44,31 +45,6 @@ from cobalt.stages import (
     stop_engine,
 )
 from cobalt.train.profile import override
-
-
-@dataclasses.dataclass(frozen=True)
-class QuickstartConfig:
-    model: str = "smollm2"
-    problems: str = "embedded"
-    train_problems: int = 6
-    heldout_problems: int = 4
-    seed: int = 42
-    warmup: dict = dataclasses.field(default_factory=dict)
-    sampling: dict = dataclasses.field(default_factory=dict)
-    train_samples: int = 4
-    train_turns: int = 2
-    eval_samples: int = 2
-    eval_turns: int = 4
-    train_profile: str = "quickstart"
-    grpo_steps: int = 2
-    train_eval_problems: int = 0  # the first N training problems, evaluated like the held-out ones
-    procedural: dict = dataclasses.field(default_factory=dict)  # problems "procedural": dev, heldout_families
-    offline_trajectories: dict = dataclasses.field(default_factory=dict)  # options of procedural.offline
-    eval_temperature: float | None = None  # None: sampling's temperature; 0: greedy evaluation
-    preregistration: dict = dataclasses.field(default_factory=dict)  # fixed before the run; in the report
-    engine_config: str = "engine"
-    ray_num_cpus: int = 8
-    num_gpus: int | None = None  # GPUs of the private Ray head (None: detected; fake ones on CPU)
 
 
 # ------------------------------------------------------------------------------------- stages

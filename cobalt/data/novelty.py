@@ -187,7 +187,7 @@ def config_novelty(config: str | Path) -> dict[str, dict[str, str]]:
     seeds, nothing run)."""
     from cobalt.config import from_dict, load_config
     from cobalt.data.procedural.splits import build_splits
-    from cobalt.quickstart import QuickstartConfig
+    from cobalt.quickstart_config import QuickstartConfig
 
     cfg = from_dict(QuickstartConfig, load_config(config), source=str(config))
     p = cfg.procedural

@@ -1,0 +1,34 @@
+"""The quickstart's settings (``configs/quickstart*.yaml``, read by ``cobalt.config.from_dict``).
+
+Its own module so that what reads a quickstart profile without running it (``cobalt.data.novelty``,
+``cobalt.design``) does not import the quickstart's stages.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+
+@dataclasses.dataclass(frozen=True)
+class QuickstartConfig:
+    model: str = "smollm2"
+    problems: str = "embedded"
+    train_problems: int = 6
+    heldout_problems: int = 4
+    seed: int = 42
+    warmup: dict = dataclasses.field(default_factory=dict)
+    sampling: dict = dataclasses.field(default_factory=dict)
+    train_samples: int = 4
+    train_turns: int = 2
+    eval_samples: int = 2
+    eval_turns: int = 4
+    train_profile: str = "quickstart"
+    grpo_steps: int = 2
+    train_eval_problems: int = 0  # the first N training problems, evaluated like the held-out ones
+    procedural: dict = dataclasses.field(default_factory=dict)  # problems "procedural": dev, heldout_families
+    offline_trajectories: dict = dataclasses.field(default_factory=dict)  # options of procedural.offline
+    eval_temperature: float | None = None  # None: sampling's temperature; 0: greedy evaluation
+    preregistration: dict = dataclasses.field(default_factory=dict)  # fixed before the run; in the report
+    engine_config: str = "engine"
+    ray_num_cpus: int = 8
+    num_gpus: int | None = None  # GPUs of the private Ray head (None: detected; fake ones on CPU)
