@@ -133,6 +133,8 @@ def type_name(annotation: Any) -> str:
         return " or ".join(type_name(arg) for arg in typing.get_args(annotation))
     if annotation is type(None):
         return "null"
+    if typing.get_origin(annotation) is typing.Literal:
+        return "one of " + ", ".join(repr(arg) for arg in typing.get_args(annotation))
     names = {bool: "a boolean (true/false)", int: "an integer", float: "a number", str: "a string"}
     return names.get(annotation, f"a {(typing.get_origin(annotation) or annotation).__name__}")
 

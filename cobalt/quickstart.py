@@ -15,6 +15,10 @@ Ray head that hosts the evaluator and engine apps, which the quickstart deploys 
 that use them; the base model's trajectories and held-out evaluation run side by side), writes its
 output under the run directory and is skipped when that output is complete, so re-running the command resumes the newest
 unfinished run. The warm-up is part of the *base* model: both curves start from it.
+
+``arm: control`` (``--arm control``) replaces GRPO by SFT of the warmed-up model on the training
+instances' programs and evaluates that model in the trained one's place; ``train_seed``
+(``--train_seed K``) seeds GRPO's data order and rollout sampling, or the control's SFT.
 """
 
 from __future__ import annotations
@@ -33,7 +37,7 @@ from cobalt.data.embedded import PROBLEM_SETS
 from cobalt.data.sources import file_shape
 from cobalt.eval.quickstart_report import METRICS_FILE, RunRecord, write_report
 from cobalt.jsonl import load_jsonl, write_jsonl
-from cobalt.quickstart_config import QuickstartConfig
+from cobalt.quickstart_config import ARMS, QuickstartConfig
 from cobalt.stages import (
     ROOT,
     Chain,
@@ -187,26 +191,39 @@ def warm_up(run: Run, base: Path, train: Path) -> Path:
         run.log(f"SFT warm-up: not for {base} (warmup.enabled is off); the model is used as it is")
         return base
     out = run.root / "models/warm"
-    problems, solutions = warm_up_problems(run, train), []
-    beside = Path(run.cfg.problems).with_name("solutions.jsonl")  # as cobalt.data.procedural writes
-    if run.cfg.problems == "procedural":
-        solutions = ["--solutions", procedural_files(run)["solutions"]]
-    elif run.cfg.problems not in PROBLEM_SETS and file_shape(run.cfg.problems) == "taco":
-        solutions = ["--solutions", run.cfg.problems]
-    elif run.cfg.problems not in PROBLEM_SETS and beside.is_file():
-        solutions = ["--solutions", beside]
-    elif run.cfg.problems not in PROBLEM_SETS and file_shape(run.cfg.problems) == "lcb":
+    problems, solutions = warm_up_problems(run, train), solution_flags(run)
+    if run.cfg.problems not in PROBLEM_SETS and not solutions and file_shape(run.cfg.problems) == "lcb":
         problems = run.path("data/warm_up_problems.jsonl")
         run.log("SFT warm-up: LiveCodeBench records carry no solutions; warming up on the embedded problems")
         if not problems.exists():
             from cobalt.data.embedded import problem_records as embedded_records
 
             write_jsonl(problems, embedded_records(path=PROBLEM_SETS["embedded"]), overwrite=True)
+    # the warm-up is the base model's: its seed is warmup.seed (0 by default), never the training seed,
+    # so every arm and training seed starts from the same base (docs/preregistration.md)
+    seed = ["--seed", w["seed"]] if "seed" in w else []
     cmd = [sys.executable, "-m", "cobalt.train.sft", "--model", base, "--problems", problems, *solutions,
            "--out", out, "--epochs", w.get("epochs", 2), "--lr", w.get("lr", 1e-4),
-           "--batch_size", w.get("batch_size", 4)]  # fmt: skip
+           "--batch_size", w.get("batch_size", 4), *seed]  # fmt: skip
     run.stage("SFT warm-up", lambda: (out / "warm_up.json").exists(), lambda: run.command("warmup", cmd))
     return out
+
+
+def solution_flags(run: Run) -> list:
+    """``--solutions FILE`` for ``cobalt.train.sft`` when the reference solutions are not in the
+    problem records themselves: the procedural families' solutions file, the raw TACO file, or a
+    ``solutions.jsonl`` beside the problems; nothing otherwise (embedded sets, records with
+    ``solutions``, LiveCodeBench files, which carry none)."""
+    beside = Path(run.cfg.problems).with_name("solutions.jsonl")  # as cobalt.data.procedural writes
+    if run.cfg.problems == "procedural":
+        return ["--solutions", procedural_files(run)["solutions"]]
+    if run.cfg.problems in PROBLEM_SETS:
+        return []
+    if file_shape(run.cfg.problems) == "taco":
+        return ["--solutions", run.cfg.problems]
+    if beside.is_file():
+        return ["--solutions", beside]
+    return []
 
 
 def warm_up_problems(run: Run, train: Path) -> Path:
@@ -316,6 +333,58 @@ def trained_model_dir(run: Run) -> Path:
     return run.root / f"checkpoints/global_step_{run.cfg.grpo_steps}/actor/huggingface"
 
 
+def seed_overrides(cfg: QuickstartConfig) -> list[str]:
+    """veRL's data shuffle and rollout sampling seeds from ``train_seed``; none when it is unset
+    (the train profile's seeds, as before the setting existed)."""
+    if cfg.train_seed is None:
+        return []
+    return [override("data.seed", cfg.train_seed), override("actor_rollout_ref.rollout.seed", cfg.train_seed)]
+
+
+def control_model_dir(run: Run) -> Path:
+    return run.root / "models/control"
+
+
+def control_sft_command(run: Run, model: Path, train: Path) -> list:
+    """The control arm's fine-tuning: SFT of the warmed-up model on every training instance's
+    program (in the offline trajectories the final fix is the reference program, so the final fixes
+    and the reference programs are one set), without COBALT's reward, seeded by ``train_seed``."""
+    c = run.cfg.control
+    seed = 0 if run.cfg.train_seed is None else run.cfg.train_seed  # cobalt.train.sft's default
+    return [sys.executable, "-m", "cobalt.train.sft", "--model", model, "--problems", train,
+            *solution_flags(run), "--out", control_model_dir(run), "--epochs", c.get("epochs", 1),
+            "--lr", c.get("lr", 1e-4), "--batch_size", c.get("batch_size", 4), "--seed", seed]  # fmt: skip
+
+
+def control_sft(run: Run, model: Path, train: Path) -> Path:
+    out = control_model_dir(run)
+    cmd = control_sft_command(run, model, train)
+    run.stage("control SFT", lambda: (out / "warm_up.json").exists(), lambda: run.command("control_sft", cmd))
+    return out
+
+
+ARM_FILE = "arm.json"  # the arm and training seed a run directory was started with
+
+
+def check_arm(run: Run) -> None:
+    """A run directory belongs to one arm and training seed: resuming it with another would mix
+    their stages (a GRPO checkpoint of one seed evaluated as another's)."""
+    mine = {"arm": run.cfg.arm, "train_seed": run.cfg.train_seed}
+    path, theirs = run.root / ARM_FILE, None
+    if path.exists():
+        theirs = json.loads(path.read_text())
+    elif run.state_path.exists():  # a run started before arm.json: trained, the train profile's seeds
+        theirs = {"arm": "trained", "train_seed": None}
+    if theirs is not None and theirs != mine:
+        raise ValueError(
+            f"{path}: this run directory is arm {theirs['arm']!r} with train_seed {theirs['train_seed']}, "
+            f"not arm {mine['arm']!r} with train_seed {mine['train_seed']}; use another --run_dir (or --new)"
+        )
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(mine))
+
+
 def grpo(run: Run, parquet_dir: Path, model: Path) -> Path:
     out = trained_model_dir(run)
     run.stage("GRPO", lambda: any(out.glob("*.safetensors")),
@@ -329,6 +398,7 @@ def grpo(run: Run, parquet_dir: Path, model: Path) -> Path:
                   f"trainer.total_training_steps={run.cfg.grpo_steps}",
                   f"trainer.save_freq={run.cfg.grpo_steps}",
                   *fitted_lengths(run.cfg.train_profile, parquet_dir / "train.parquet", model),
+                  *seed_overrides(run.cfg),
               ], env={"VERL_FILE_LOGGER_PATH": str(run.root / METRICS_FILE)}))  # fmt: skip
     return out
 
@@ -352,6 +422,7 @@ def run_pipeline(run: Run) -> Path:
     from cobalt.serve.cluster import connect, ray_cluster
 
     started = time.monotonic()
+    check_arm(run)
     base = export_model(run)
     train, heldout = split_problems(run)
     families = heldout_families(run)
@@ -370,9 +441,10 @@ def run_pipeline(run: Run) -> Path:
         trajectories = all_trajectories(run, base_evals.get("trajectories"), offline)
         parquet_dir = bandit_data(run, trajectories, warm)
         stop_engine(run)
-        trained = grpo(run, parquet_dir, warm)
+        arm = cfg.arm  # the model compared with the base: GRPO's, or the control's SFT
+        trained = grpo(run, parquet_dir, warm) if arm == "trained" else control_sft(run, warm, train)
         trained_evals = self_debug_side_by_side(
-            run, "trained model", trained, evaluation_chains(run, "trained", heldout, train_subset, families)
+            run, f"{arm} model", trained, evaluation_chains(run, arm, heldout, train_subset, families)
         )
         stop_engine(run)
         import ray
@@ -385,14 +457,14 @@ def run_pipeline(run: Run) -> Path:
         "bandit": run.root / "data/bandit_train.jsonl",
         "parquet": parquet_dir,
         "base_eval": base_evals["eval_base"],
-        "trained_eval": trained_evals["eval_trained"],
+        "trained_eval": trained_evals[f"eval_{arm}"],
     }
     if train_subset is not None:
         files |= {"base_train_eval": base_evals["eval_base_train"],
-                  "trained_train_eval": trained_evals["eval_trained_train"]}  # fmt: skip
+                  "trained_train_eval": trained_evals[f"eval_{arm}_train"]}  # fmt: skip
     if families is not None:
         files |= {"base_families_eval": base_evals["eval_base_families"],
-                  "trained_families_eval": trained_evals["eval_trained_families"]}  # fmt: skip
+                  "trained_families_eval": trained_evals[f"eval_{arm}_families"]}  # fmt: skip
     record = RunRecord(run.root, run.profile, dataclasses.asdict(run.cfg), run.state, files,
                        time.monotonic() - started)  # fmt: skip
     return write_report(record)
@@ -430,17 +502,35 @@ def main(argv=None) -> int:
     )
     p.add_argument("--train_profile", default=None, help="configs/train/<name>.yaml (e.g. a GPU profile)")
     p.add_argument(
+        "--train_seed",
+        type=non_negative_int,
+        default=None,
+        help="the training seed (the profile's train_seed): GRPO's data.seed and "
+        "actor_rollout_ref.rollout.seed, or the control arm's SFT seed; the warm-up keeps its own "
+        "(warmup.seed), so every seed starts from the same base (default: the profile's; unset: the "
+        "train profile's seeds)",
+    )
+    p.add_argument(
+        "--arm",
+        choices=ARMS,
+        default=None,
+        help="what the base model is compared with: trained (COBALT GRPO) or control (SFT on the "
+        "training instances' programs, the profile's `control` settings, no GRPO); default: the "
+        "profile's arm, else trained",
+    )
+    p.add_argument(
         "--dry-run", action="store_true", help="print the resolved settings as JSON and exit (runs nothing)"
     )
     args = p.parse_args(argv)
-    cfg = from_dict(QuickstartConfig, load_config(args.profile), source=f"configs/{args.profile}")
+    source = args.profile if args.profile.endswith((".yaml", ".yml")) else f"configs/{args.profile}.yaml"
+    cfg = from_dict(QuickstartConfig, load_config(args.profile), source=source)
     overrides = {
         k: getattr(args, k)
-        for k in ("model", "problems", "engine_config", "train_profile", "num_gpus")
+        for k in ("model", "problems", "engine_config", "train_profile", "num_gpus", "train_seed", "arm")
         if getattr(args, k) is not None
     }
     cfg = dataclasses.replace(cfg, **overrides)
-    check_settings(cfg, args.profile if args.profile.endswith(".yaml") else f"configs/{args.profile}.yaml")
+    check_settings(cfg, source)
     if args.dry_run:
         print(json.dumps({"profile": args.profile, **dry_run_plan(cfg)}, indent=1))
         return 0
@@ -486,7 +576,29 @@ def dry_run_plan(cfg: QuickstartConfig) -> dict:
     overrides = load_profile(cfg.train_profile).overrides
     grpo = {k: overrides.get(k) for k in ("data.train_batch_size", "actor_rollout_ref.rollout.n",
                                           "actor_rollout_ref.actor.optim.lr")}  # fmt: skip
-    return {"settings": dataclasses.asdict(cfg), "grpo_profile": grpo}
+    return {"settings": dataclasses.asdict(cfg), "grpo_profile": grpo, "training": training_plan(cfg)}
+
+
+def training_plan(cfg: QuickstartConfig) -> dict:
+    """What follows the base model in this arm, with its seeds: GRPO and the seed overrides it is
+    given, or the control's SFT command (its paths relative to a run directory)."""
+    warm_up_seed = cfg.warmup.get("seed", 0)
+    if cfg.arm == "trained":
+        return {"arm": "trained", "train_seed": cfg.train_seed, "warm_up_seed": warm_up_seed,
+                "grpo_seed_overrides": seed_overrides(cfg)}  # fmt: skip
+    run = Run(Path("RUN_DIR"), cfg, "dry-run")  # paths only: nothing is read or written there
+    train = (
+        procedural_files(run)["train"]
+        if cfg.problems == "procedural"
+        else run.root / "data/train_problems.jsonl"
+    )
+    command = control_sft_command(run, run.root / "models/warm", train)
+    return {
+        "arm": "control",
+        "train_seed": cfg.train_seed,
+        "warm_up_seed": warm_up_seed,
+        "control_sft": " ".join(["python", *(str(a) for a in command[1:])]),
+    }
 
 
 if __name__ == "__main__":

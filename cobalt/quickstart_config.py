@@ -7,6 +7,10 @@ Its own module so that what reads a quickstart profile without running it (``cob
 from __future__ import annotations
 
 import dataclasses
+from typing import Literal
+
+ARMS = ("trained", "control")
+CONTROL_KEYS = {"epochs", "lr", "batch_size"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -15,7 +19,12 @@ class QuickstartConfig:
     problems: str = "embedded"
     train_problems: int = 6
     heldout_problems: int = 4
-    seed: int = 42
+    seed: int = 42  # shuffles non-procedural problems into train and held-out; not a training seed
+    # the training seed: GRPO's data.seed and actor_rollout_ref.rollout.seed, the control arm's SFT seed;
+    # None: the train profile's seeds (veRL's defaults), as before the setting existed
+    train_seed: int | None = None
+    arm: Literal["trained", "control"] = "trained"  # what follows the base: GRPO, or the control's SFT
+    control: dict = dataclasses.field(default_factory=dict)  # the control's SFT: epochs, lr, batch_size
     warmup: dict = dataclasses.field(default_factory=dict)
     sampling: dict = dataclasses.field(default_factory=dict)
     train_samples: int = 4
@@ -32,3 +41,12 @@ class QuickstartConfig:
     engine_config: str = "engine"
     ray_num_cpus: int = 8
     num_gpus: int | None = None  # GPUs of the private Ray head (None: detected; fake ones on CPU)
+
+    def __post_init__(self):
+        if self.train_seed is not None and self.train_seed < 0:
+            raise ValueError(f"train_seed must be 0 or more, not {self.train_seed}")
+        unknown = sorted(set(self.control) - CONTROL_KEYS)
+        if unknown:
+            raise ValueError(f"control: unknown key(s) {unknown}; expected some of {sorted(CONTROL_KEYS)}")
+        if "seed" in self.warmup and not isinstance(self.warmup["seed"], int):
+            raise ValueError(f"warmup.seed must be an int, not {self.warmup['seed']!r}")

@@ -158,6 +158,9 @@ CHAIN_NAMES = {  # tag: what a self-debugging chain is, in stage names
     "eval_trained_train": "trained on training problems",
     "eval_trained_dev": "trained on TACO-dev (perturbed)",
     "eval_trained_families": "trained on held-out families",
+    "eval_control": "control evaluation",
+    "eval_control_train": "control on training problems",
+    "eval_control_families": "control on held-out families",
 }
 
 

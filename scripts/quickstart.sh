@@ -4,6 +4,7 @@
 #   bash scripts/quickstart.sh --profile quickstart_ci  # the reduced run CI makes
 #   bash scripts/quickstart.sh --problems F          # problem records, or TACO-verified / LiveCodeBench as shipped
 #   bash scripts/quickstart.sh --model DIR --engine_config engine_paper --train_profile ... [--num_gpus N]
+#   bash scripts/quickstart.sh --profile generalize --train_seed 1 [--arm control]   # a seed; the control arm
 # Re-running resumes the newest unfinished run under runs/; the report is runs/<id>/report/report.md.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)

@@ -347,3 +347,26 @@ def test_held_out_results_split_by_program_novelty_from_kept_per_instance_rows(t
     assert f"{len(seen)} of them have a training instance's program" in md
     # rows without a novelty (not procedural problems) give no split
     assert novelty_comparisons([{"id": "a", "base": [0.0], "trained": [100.0]}]) is None
+
+
+def test_the_report_says_which_arm_and_training_seed_the_run_is(tmp_path):
+    trained = quickstart_run_dir(tmp_path / "trained")
+    md = write_report(trained).read_text()
+    report = json.loads((tmp_path / "trained/report/report.json").read_text())
+    assert report["arm"] == "trained" and report["train_seed"] is None
+    assert "**Arm: trained** (training seed unset (the train profile's seeds); warm-up seed 0)" in md
+
+    control = quickstart_run_dir(tmp_path / "control")
+    control = dataclasses.replace(control, config={**control.config, "arm": "control", "train_seed": 2})
+    (tmp_path / "control/models/control").mkdir(parents=True)
+    (tmp_path / "control/models/control/warm_up.json").write_text(json.dumps(
+        {"examples": 144, "steps": 30, "batch_size": 4, "lr": 1e-4, "seed": 2, "first_loss": 1.5, "last_loss": 0.5}))  # fmt: skip
+    md = write_report(control).read_text()
+    report = json.loads((tmp_path / "control/report/report.json").read_text())
+    assert report["arm"] == "control" and report["train_seed"] == 2
+    assert (
+        "**Arm: control** (training seed 2; warm-up seed 0): the model called *trained* below is the control"
+        in md
+    )
+    assert "## Control SFT" in md and "30 step(s) of batch 4, lr 0.0001, seed 2, loss 1.5 → 0.5" in md
+    assert "## GRPO training" not in md

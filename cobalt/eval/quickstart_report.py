@@ -216,6 +216,8 @@ def build(run: RunRecord) -> dict:
     prereg = run.config.get("preregistration") or {}
     return {
         "profile": run.profile,
+        "arm": run.config.get("arm", "trained"),
+        "train_seed": run.config.get("train_seed"),
         "config": run.config,
         "counts": counts(files),
         "grpo": steps,
@@ -260,13 +262,15 @@ def write_report(run: RunRecord) -> Path:
     report = build(run)
     (run.root / "report/report.json").write_text(json.dumps(report, indent=1))
     warm = json.loads((run.root / "models/warm/warm_up.json").read_text())
+    control_file = run.root / "models/control/warm_up.json"
+    control = json.loads(control_file.read_text()) if report["arm"] == "control" else None
     passes = [pass_at_1_section(report[key]) for key in EVALUATIONS if key in report]
     repairs = [repair_section(report[k]["repair"], report[k]["comparison"]["problem_set"]) for k in EVALUATIONS
                if k in report]  # fmt: skip
     families = [family_section(report[k]) for k in EVALUATIONS if "per_family" in report.get(k, {})]
     novelty = [novelty_section(report[k]) for k in EVALUATIONS if "by_novelty" in report.get(k, {})]
     sections = (header(run, report, warm), preregistered_section(report), *novelty, *passes, *repairs, *families,
-                training(report), counts_table(report), times_table(report), commands(report))  # fmt: skip
+                training(report, control), counts_table(report), times_table(report), commands(report))  # fmt: skip
     path = run.root / "report/report.md"
     path.write_text("\n".join(line for section in sections for line in section))
     return path
@@ -311,12 +315,26 @@ def header(run: RunRecord, report: dict, warm: dict) -> list[str]:
         f"start from it. {evaluated.capitalize()} problems ({c['heldout_problems']}) were never used for warm-up or "
         f"training{reused(report)}.",
         "",
+        arm_line(report),
+        "",
         *[
             f"**{title}** {report[key]['comparison']['verdict']}\n"
             for key, title in VERDICTS.items()
             if key in report
         ],
     ]
+
+
+def arm_line(report: dict) -> str:
+    """Which arm the run is (what its "trained" model is) and its training seed."""
+    seed = report.get("train_seed")
+    seeds = f"training seed {seed}" if seed is not None else "training seed unset (the train profile's seeds)"
+    warm = (report["config"].get("warmup") or {}).get("seed", 0)
+    if report.get("arm", "trained") == "control":
+        return (f"**Arm: control** ({seeds}; warm-up seed {warm}): the model called *trained* below is the "
+                "control, the base fine-tuned with SFT on the training instances' programs (no GRPO, no "
+                "COBALT reward).")  # fmt: skip
+    return f"**Arm: trained** ({seeds}; warm-up seed {warm}): the base trained with COBALT's GRPO."
 
 
 def reused(report: dict) -> str:
@@ -423,7 +441,16 @@ def step_table(steps: list[dict]) -> list[str]:
     ]
 
 
-def training(report: dict) -> list[str]:
+def training(report: dict, control: dict | None = None) -> list[str]:
+    if control is not None:
+        return [
+            "## Control SFT",
+            "",
+            f"The control arm fine-tuned the base on {control['examples']} training instances' programs: "
+            f"{control['steps']} step(s) of batch {control.get('batch_size', '?')}, lr {control['lr']}, "
+            f"seed {control.get('seed', 0)}, loss {control['first_loss']} → {control['last_loss']}. No GRPO ran.",
+            "",
+        ]
     figure = ["![Training curves](training.png)", ""] if report["training_figure"] else [
         f"No training metrics: veRL's file logger wrote no `{METRICS_FILE}` in this run.", ""]  # fmt: skip
     return [

@@ -1,6 +1,6 @@
 """Supervised warm-up: teach a policy the response layout COBALT rewards before GRPO.
 
-    python -m cobalt.train.sft --model DIR --problems train.jsonl --out DIR_WARM [--epochs 2]
+    python -m cobalt.train.sft --model DIR --problems train.jsonl --out DIR_WARM [--epochs 2] [--seed 0]
 
 SmolLM2-135M-Instruct as shipped never writes ``</think>`` (every answer takes the −0.9 format
 penalty) and rarely reads stdin, so GRPO on it has no signal: every reward is about −1. A short
@@ -143,6 +143,8 @@ def warm_up_instruct(
         "seconds": round(time.monotonic() - started, 1),
         "lr": opts.lr,
         "epochs": epochs,
+        "batch_size": opts.batch_size,
+        "seed": opts.seed,
     }
     (out / "warm_up.json").write_text(json.dumps(report, indent=1))
     return report
@@ -172,12 +174,14 @@ def embedded_solutions() -> dict[str, str]:
 
 
 def main(argv=None) -> None:
+    from cobalt.argtypes import non_negative_int
     from cobalt.data.sources import iter_local
     from cobalt.infer.records import load_problems as load_problem_records
 
     p = argparse.ArgumentParser(
-        description="SFT warm-up of an instruct model on training problems' solutions: the embedded "
-        "problems' own, the records' `solutions`, or those of --solutions files."
+        description="SFT of an instruct model on training problems' solutions (the quickstart's warm-up, "
+        "and its control arm's fine-tuning): the embedded problems' own, the records' `solutions`, or "
+        "those of --solutions files."
     )
     p.add_argument("--model", required=True, help="Hugging Face model directory")
     p.add_argument("--problems", required=True, help="problem records (JSONL) to train on")
@@ -192,6 +196,12 @@ def main(argv=None) -> None:
     p.add_argument("--epochs", type=float, default=2.0)
     p.add_argument("--lr", type=float, default=SFTOptions.lr)
     p.add_argument("--batch_size", type=int, default=SFTOptions.batch_size)
+    p.add_argument(
+        "--seed",
+        type=non_negative_int,
+        default=SFTOptions.seed,
+        help="seeds the order of the examples (which examples form each batch); default %(default)s",
+    )
     args = p.parse_args(argv)
     problems = load_problem_records(args.problems)
     solutions = embedded_solutions() | solutions_by_id(problems)
@@ -213,7 +223,7 @@ def main(argv=None) -> None:
         solutions,
         args.out,
         args.epochs,
-        SFTOptions(lr=args.lr, batch_size=args.batch_size),
+        SFTOptions(lr=args.lr, batch_size=args.batch_size, seed=args.seed),
     )
     print(json.dumps(report))
 
