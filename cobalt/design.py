@@ -5,7 +5,8 @@
 
 Lists every run of the design (base once; trained and control once per training seed; the
 placebo repair per trained seed), where each keeps its results (``runs_dir/<arm>-seed<k>``),
-whether it is done, its command where the pipeline has one or what is still missing, and the
+whether it is done, its command where the pipeline has one (the quickstart on the design's
+``run_profile`` with ``--arm`` and ``--train_seed``) or what is still missing, and the
 wall-time estimate of each arm and of the whole design from the cost coefficients of the design
 file (measured in docs/benchmarks.md). It runs nothing. A run is resumable as the quickstart's
 runs are: a stage whose output exists is skipped.
@@ -14,6 +15,7 @@ runs are: a stage whose output exists is skipped.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import sys
@@ -24,11 +26,6 @@ from cobalt.config import config_path, from_dict, load_config, merge
 DONE_MARKER = "report/report.json"  # a quickstart run writes it last
 
 MISSING = {
-    "seed": "a training seed that reaches GRPO (the quickstart's `seed` only shuffles non-procedural "
-    "problems; veRL's data shuffle and rollout seeds are fixed by the train profile)",
-    "control": "a quickstart stage that fine-tunes the warmed-up model on the training programs "
-    "(python -m cobalt.train.sft with --epochs/--lr/--batch_size as below, and a --seed flag it does "
-    "not have yet) and evaluates it with the same evaluation chains as base and trained",
     "repair": "a runner that samples the three arms of cobalt.eval.repair.repair_arms on the engine "
     "and writes the per-problem samples placebo_table reads",
     "shared_base": "a way for a trained or control run to reuse the base run's evaluation (today each "
@@ -38,7 +35,7 @@ MISSING = {
 
 def load_design(name: str | Path = "generalize_design") -> dict:
     design = load_config(name)
-    for key in ("profile", "seeds", "runs_dir", "control", "repair", "cost"):
+    for key in ("profile", "run_profile", "seeds", "runs_dir", "control", "repair", "cost"):
         if key not in design:
             raise ValueError(f"{config_path(name)}: no {key!r}")
     return design
@@ -52,10 +49,28 @@ def profile_config(design: dict):
     return from_dict(QuickstartConfig, data, source=f"{design['profile']} + design overrides")
 
 
+def run_profile_config(design: dict):
+    """The quickstart profile the design's runs use (``run_profile``), checked to be the design's
+    profile with its overrides and its control settings (its preregistration texts may differ)."""
+    from cobalt.quickstart_config import QuickstartConfig
+
+    name = design["run_profile"]
+    cfg = from_dict(QuickstartConfig, load_config(name), source=str(config_path(name)))
+    want = dataclasses.replace(profile_config(design), control=dict(design["control"]))
+    differ = [f.name for f in dataclasses.fields(cfg) if f.name != "preregistration"
+              and getattr(cfg, f.name) != getattr(want, f.name)]  # fmt: skip
+    if differ:
+        raise ValueError(
+            f"{config_path(name)}: {', '.join(differ)} differ from the design's profile {design['profile']!r} "
+            "with its overrides and control settings; the runs would not be the design's"
+        )
+    return cfg
+
+
 def plan(design: dict, root: str | Path = ".") -> dict:
     """Every run of the design with its state, command or missing piece, and its estimated
     seconds; the seconds of each arm and of the whole design."""
-    cfg, cost, root = profile_config(design), design["cost"], Path(root)
+    cfg, cost, root = run_profile_config(design), design["cost"], Path(root)
     instances = cfg.heldout_problems + int(cfg.procedural.get("heldout_families", 0))
     evaluation = instances * cost["eval_instance_s"]
     control = design["control"]
@@ -76,15 +91,19 @@ def plan(design: dict, root: str | Path = ".") -> dict:
             "missing": [MISSING[m] for m in missing],
         }
 
-    profile = f"--profile {design['profile']}"
+    quickstart = f"bash scripts/quickstart.sh --profile {design['run_profile']}"
+
+    def command(arm: str, name: str, seed: int | None) -> str:
+        seed_flag = "" if seed is None else f" --train_seed {seed}"
+        return f"{quickstart} --arm {arm}{seed_flag} --run_dir {runs_dir / name}"
+
     runs = [
         run("base", "base", cost["per_run_s"] + cost["warmup_s"] + cost["offline_s"] + evaluation,
-            f"bash scripts/quickstart.sh {profile} --run_dir {runs_dir / 'base'} (the design's overrides in a "
-            "profile extending it)", []),
+            f"{quickstart} --run_dir {runs_dir / 'base'}", []),
         *[run("trained", f"trained-seed{s}", cost["per_run_s"] + cfg.grpo_steps * cost["grpo_step_s"] + evaluation,
-              None, ["seed", "shared_base"]) for s in design["seeds"]],
+              command("trained", f"trained-seed{s}", s), ["shared_base"]) for s in design["seeds"]],
         *[run("control", f"control-seed{s}", cost["per_run_s"] + control_steps * cost["sft_step_s"] + evaluation,
-              None, ["control", "shared_base"]) for s in design["seeds"]],
+              command("control", f"control-seed{s}", s), ["shared_base"]) for s in design["seeds"]],
         *[run("repair", f"repair-seed{s}", failures * 3 * repair["samples"] * cost["answer_s"], None, ["repair"])
           for s in repair["seeds"]],
     ]  # fmt: skip

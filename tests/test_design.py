@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from cobalt.design import load_design, main, plan
+from cobalt.design import MISSING, load_design, main, plan
 
 
 def test_the_plan_has_every_arm_and_seed_with_estimates_from_the_cost_coefficients(tmp_path):
@@ -26,8 +26,37 @@ def test_the_plan_has_every_arm_and_seed_with_estimates_from_the_cost_coefficien
     assert p["arms_s"]["trained"] == 3 * trained["seconds"]
     assert p["total_s"] == round(cost["setup_s"] + sum(p["arms_s"].values()))
     assert p["remaining_s"] == p["total_s"] - cost["setup_s"] == sum(r["seconds"] for r in p["runs"])
-    # what the pipeline cannot do yet is named, not hidden behind a command
-    assert control["command"] is None and control["missing"]
+    # trained and control runs have the quickstart's command, their arm and training seed; what the
+    # pipeline cannot do yet is named, not hidden behind a command
+    quickstart = "bash scripts/quickstart.sh --profile generalize_prereg"
+    assert (
+        trained["command"]
+        == f"{quickstart} --arm trained --train_seed 1 --run_dir {tmp_path}/runs/design/trained-seed1"
+    )
+    assert (
+        control["command"]
+        == f"{quickstart} --arm control --train_seed 0 --run_dir {tmp_path}/runs/design/control-seed0"
+    )
+    assert control["missing"] == trained["missing"] == [MISSING["shared_base"]]
+    assert set(MISSING) == {"repair", "shared_base"}
+    repair = next(r for r in p["runs"] if r["run"] == "repair-seed0")
+    assert repair["command"] is None and repair["missing"] == [MISSING["repair"]]
+
+
+def test_the_runs_profile_is_the_designs_profile_with_its_overrides_and_control(tmp_path):
+    """The commands' profile (run_profile) must be the design: checked, and a difference named."""
+    from cobalt.design import run_profile_config
+
+    design = load_design("generalize_design")
+    cfg = run_profile_config(design)
+    assert cfg.heldout_problems == 600 and cfg.procedural["heldout_families"] == 180
+    assert cfg.control == design["control"] and cfg.arm == "trained" and cfg.train_seed is None
+    changed = {**design, "control": {**design["control"], "epochs": 2}}
+    with pytest.raises(ValueError, match=r"generalize_prereg.yaml: control differ from the design's profile"):
+        run_profile_config(changed)
+    changed = {**design, "overrides": {**design["overrides"], "heldout_problems": 300}}
+    with pytest.raises(ValueError, match=r"generalize_prereg.yaml: heldout_problems differ"):
+        plan(changed, tmp_path)
 
 
 def test_a_finished_run_is_done_and_leaves_the_remaining_time(tmp_path):

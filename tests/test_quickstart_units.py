@@ -94,7 +94,9 @@ def test_a_command_stops_when_the_quickstart_is_killed(tmp_path):
         time.sleep(0.1)
 
 
-@pytest.mark.parametrize("profile", ["quickstart", "quickstart_ci", "learn", "generalize"])
+@pytest.mark.parametrize(
+    "profile", ["quickstart", "quickstart_ci", "learn", "generalize", "generalize_prereg"]
+)
 def test_every_quickstart_profile_loads_and_dry_runs(profile, capsys):
     """``--dry-run`` resolves a profile (its extends chain and its GRPO profile) and runs nothing."""
     import json
