@@ -37,7 +37,7 @@ from cobalt.data.embedded import PROBLEM_SETS
 from cobalt.data.sources import file_shape
 from cobalt.eval.quickstart_report import METRICS_FILE, RunRecord, write_report
 from cobalt.jsonl import load_jsonl, write_jsonl
-from cobalt.quickstart_config import ARMS, QuickstartConfig
+from cobalt.quickstart_config import ARMS, QuickstartConfig, trained_model_subdir
 from cobalt.stages import (
     ROOT,
     Chain,
@@ -330,7 +330,7 @@ def bandit_data(run: Run, trajectories: Path, tokenizer: Path) -> Path:
 
 
 def trained_model_dir(run: Run) -> Path:
-    return run.root / f"checkpoints/global_step_{run.cfg.grpo_steps}/actor/huggingface"
+    return run.root / trained_model_subdir(run.cfg.grpo_steps)
 
 
 def seed_overrides(cfg: QuickstartConfig) -> list[str]:

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
+from cobalt.quickstart_config import evaluated_subpath
 from cobalt.serve.cluster import die_with_this_thread
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -165,7 +166,7 @@ CHAIN_NAMES = {  # tag: what a self-debugging chain is, in stage names
 
 
 def evaluated(run: Run, tag: str) -> Path:
-    return run.root / f"{tag}/eval.jsonl"
+    return run.root / evaluated_subpath(tag)
 
 
 def self_debug(run: Run, tag: str, model: Path, chain: Chain, concurrent: bool = False) -> Path:

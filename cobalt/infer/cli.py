@@ -41,12 +41,13 @@ def add_num_gpus(p: argparse.ArgumentParser) -> None:
     )
 
 
-def base_parser(description: str) -> argparse.ArgumentParser:
+def base_parser(description: str, inputs: str | None = None) -> argparse.ArgumentParser:
+    """The flags every inference command shares; ``inputs="+"``: ``-i`` takes one or more files."""
     settings = inference_settings()
     p = argparse.ArgumentParser(
         description=description, formatter_class=argparse.ArgumentDefaultsHelpFormatter
     )
-    p.add_argument("-i", "--input_file", required=True)
+    p.add_argument("-i", "--input_file", required=True, nargs=inputs)
     p.add_argument("-o", "--output_file", required=True, help="appended to; a re-run resumes")
     p.add_argument(
         "--engine",

@@ -29,27 +29,38 @@ class Sampling:
         return {"temperature": self.temperature, "top_p": self.top_p, "max_tokens": self.max_tokens}
 
 
-async def sample_problem(problem: dict, model: ChatModel, executor: Executor, sampling: Sampling) -> dict:
-    """n answers to one problem, each run on its tests. A statement too long for the context
-    window gets n empty answers (no program: they fail), not the end of the run."""
+async def sample_and_run(
+    messages: list[dict], tests: str, model: ChatModel, executor: Executor, sampling: Sampling, what: str
+) -> tuple[Completion, list[dict], bool]:
+    """``sampling.n`` answers to one prompt, each run on ``tests``: the completion, the execution
+    results and whether the prompt did not fit the context window. A prompt too long for the
+    context window gets n empty answers (no program: they fail), not the end of the run; ``what``
+    names the prompt in the warning."""
     try:
-        completion = await model.complete(
-            initial_messages(problem["instruction"]), n=sampling.n, **sampling.params()
-        )
+        completion = await model.complete(messages, n=sampling.n, **sampling.params())
     except ContextWindowExceeded:
-        log.warning("%s: the statement does not fit the context window; recorded as %d empty answers",
-                    problem.get("id"), sampling.n)  # fmt: skip
-        completion = Completion([""] * sampling.n, {})
-        cut = True
+        log.warning("%s does not fit the context window; recorded as %d empty answers", what, sampling.n)
+        completion, cut = Completion([""] * sampling.n, {}), True
     else:
         cut = False
-    results = await asyncio.gather(
-        *(executor.run(extract_code(text), problem["test_cases"]) for text in completion.texts)
+    results = await asyncio.gather(*(executor.run(extract_code(text), tests) for text in completion.texts))
+    return completion, list(results), cut
+
+
+async def sample_problem(problem: dict, model: ChatModel, executor: Executor, sampling: Sampling) -> dict:
+    """n answers to one problem, each run on its tests (:func:`sample_and_run`)."""
+    completion, results, cut = await sample_and_run(
+        initial_messages(problem["instruction"]),
+        problem["test_cases"],
+        model,
+        executor,
+        sampling,
+        f"{problem.get('id')}: the statement",
     )
     return {
         **problem,
         "responses": completion.texts,
-        "exec_results": list(results),
+        "exec_results": results,
         "context_cut": [cut] * len(completion.texts),  # the statement did not fit the context window
         "usage": completion.usage,
     }
