@@ -29,7 +29,7 @@ from cobalt.eval.significance import (
     describe,
     paired_difference,
 )
-from cobalt.jsonl import read_jsonl
+from cobalt.jsonl import read_jsonl, read_numbered_jsonl
 from cobalt.passk import turn_solved
 from cobalt.prompts import feedback_message, initial_messages, placebo_message
 
@@ -253,3 +253,20 @@ def placebo_table(solved: dict[str, dict[str, list[float]]], seed: int = 0) -> d
         ),
         "placebo_minus_fresh": dataclasses.asdict(paired_difference(rate["fresh"], rate["placebo"], seed)),
     }
+
+
+def placebo_samples(*paths: str | Path) -> dict[str, dict[str, list[float]]]:
+    """``solved[arm][problem id]`` for :func:`placebo_table` from the files
+    ``python -m cobalt.eval.repair_run`` writes (one per trained seed): each problem's samples of
+    every failure, pooled over the files (samples and seeds averaged within an instance)."""
+    solved: dict[str, dict[str, list[float]]] = {arm: {} for arm in REPAIR_ARMS}
+    for path in paths:
+        for line, record in read_numbered_jsonl(path, ("id", "arms")):
+            arms = record["arms"]
+            for arm in REPAIR_ARMS:
+                rows = arms.get(arm, {}).get("solved") if isinstance(arms, dict) else None
+                if not isinstance(rows, list) or not all(isinstance(r, list) for r in rows):
+                    raise DataError("expected a list of per-failure sample lists", path=path, line=line,
+                                    field=f"arms.{arm}.solved")  # fmt: skip
+                solved[arm].setdefault(record["id"], []).extend(float(s) for row in rows for s in row)
+    return solved
