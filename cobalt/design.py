@@ -5,11 +5,12 @@
 
 Lists every run of the design (base once; trained and control once per training seed; the
 placebo repair per trained seed), where each keeps its results (``runs_dir/<arm>-seed<k>``),
-whether it is done, its command where the pipeline has one (the quickstart on the design's
-``run_profile`` with ``--arm`` and ``--train_seed``) or what is still missing, and the
+whether it is done, its command (the quickstart on the design's ``run_profile`` with ``--arm``
+and ``--train_seed``; ``python -m cobalt.eval.repair_run`` on a trained seed's evaluations for
+the repair) and what is still missing, and the
 wall-time estimate of each arm and of the whole design from the cost coefficients of the design
 file (measured in docs/benchmarks.md). It runs nothing. A run is resumable as the quickstart's
-runs are: a stage whose output exists is skipped.
+runs are: a stage whose output exists is skipped (the repair: a problem already written is).
 """
 
 from __future__ import annotations
@@ -25,9 +26,9 @@ from cobalt.config import config_path, from_dict, load_config, merge
 
 DONE_MARKER = "report/report.json"  # a quickstart run writes it last
 
+REPAIR_OUTPUT = "repair.jsonl"  # python -m cobalt.eval.repair_run writes its summary beside it last
+
 MISSING = {
-    "repair": "a runner that samples the three arms of cobalt.eval.repair.repair_arms on the engine "
-    "and writes the per-problem samples placebo_table reads",
     "shared_base": "a way for a trained or control run to reuse the base run's evaluation (today each "
     "quickstart run evaluates its base again)",
 }
@@ -67,9 +68,35 @@ def run_profile_config(design: dict):
     return cfg
 
 
+def repair_command(cfg, repair: dict, trained_dir: Path, out_dir: Path) -> str:
+    """The placebo repair of one trained seed (``python -m cobalt.eval.repair_run``): the turn-0
+    failures of its held-out and out-of-family evaluations, its trained model, the profile's
+    sampling settings and engine, ``repair.samples`` per failure and arm. Run after the trained
+    run (it reads that run's files)."""
+    from cobalt.quickstart_config import evaluated_subpath, trained_model_subdir
+
+    inputs = [trained_dir / evaluated_subpath("eval_trained")]
+    if int(cfg.procedural.get("heldout_families", 0)):
+        inputs.append(trained_dir / evaluated_subpath("eval_trained_families"))
+    s = cfg.sampling
+    return " ".join(
+        [
+            "python -m cobalt.eval.repair_run -i",
+            *map(str, inputs),
+            f"-o {out_dir / REPAIR_OUTPUT} --model {trained_dir / trained_model_subdir(cfg.grpo_steps)}",
+            f"--engine_config {cfg.engine_config} --samples {repair['samples']}",
+            f"--temperature {s.get('temperature', 0.6)} --top_p {s.get('top_p', 0.95)}",
+            f"--max_tokens {s.get('max_tokens', 256)}",
+            *(["--enable_thinking"] if s.get("enable_thinking") else []),
+        ]
+    )
+
+
 def plan(design: dict, root: str | Path = ".") -> dict:
     """Every run of the design with its state, command or missing piece, and its estimated
     seconds; the seconds of each arm and of the whole design."""
+    from cobalt.eval.repair_run import summary_path
+
     cfg, cost, root = run_profile_config(design), design["cost"], Path(root)
     instances = cfg.heldout_problems + int(cfg.procedural.get("heldout_families", 0))
     evaluation = instances * cost["eval_instance_s"]
@@ -85,7 +112,9 @@ def plan(design: dict, root: str | Path = ".") -> dict:
             "arm": arm,
             "run": name,
             "run_dir": str(where),
-            "done": (where / DONE_MARKER).exists(),
+            "done": (
+                summary_path(where / REPAIR_OUTPUT) if arm == "repair" else where / DONE_MARKER
+            ).exists(),
             "seconds": round(seconds),
             "command": command,
             "missing": [MISSING[m] for m in missing],
@@ -104,7 +133,8 @@ def plan(design: dict, root: str | Path = ".") -> dict:
               command("trained", f"trained-seed{s}", s), ["shared_base"]) for s in design["seeds"]],
         *[run("control", f"control-seed{s}", cost["per_run_s"] + control_steps * cost["sft_step_s"] + evaluation,
               command("control", f"control-seed{s}", s), ["shared_base"]) for s in design["seeds"]],
-        *[run("repair", f"repair-seed{s}", failures * 3 * repair["samples"] * cost["answer_s"], None, ["repair"])
+        *[run("repair", f"repair-seed{s}", failures * 3 * repair["samples"] * cost["answer_s"],
+              repair_command(cfg, repair, runs_dir / f"trained-seed{s}", runs_dir / f"repair-seed{s}"), [])
           for s in repair["seeds"]],
     ]  # fmt: skip
     arms: dict[str, int] = {}

@@ -38,9 +38,40 @@ def test_the_plan_has_every_arm_and_seed_with_estimates_from_the_cost_coefficien
         == f"{quickstart} --arm control --train_seed 0 --run_dir {tmp_path}/runs/design/control-seed0"
     )
     assert control["missing"] == trained["missing"] == [MISSING["shared_base"]]
-    assert set(MISSING) == {"repair", "shared_base"}
-    repair = next(r for r in p["runs"] if r["run"] == "repair-seed0")
-    assert repair["command"] is None and repair["missing"] == [MISSING["repair"]]
+    assert set(MISSING) == {"shared_base"}
+
+
+def test_each_trained_seed_has_its_placebo_repair_command(tmp_path):
+    """The repair's command reads the trained seed's held-out and out-of-family evaluations and its
+    GRPO model, and samples at the profile's settings, repair.samples per failure and arm."""
+    import shlex
+
+    from cobalt.design import run_profile_config
+    from cobalt.eval.repair_run import parser
+
+    design = load_design("generalize_design")
+    cfg = run_profile_config(design)
+    repair = next(r for r in plan(design, tmp_path)["runs"] if r["run"] == "repair-seed2")
+    assert repair["missing"] == [] and not repair["done"]
+    words = shlex.split(repair["command"])
+    assert words[:3] == ["python", "-m", "cobalt.eval.repair_run"]
+    args = parser().parse_args(words[3:])
+    trained = tmp_path / "runs/design/trained-seed2"
+    assert args.input_file == [
+        str(trained / "eval_trained/eval.jsonl"),
+        str(trained / "eval_trained_families/eval.jsonl"),
+    ]
+    assert args.output_file == str(tmp_path / "runs/design/repair-seed2/repair.jsonl")
+    assert args.model == str(trained / f"checkpoints/global_step_{cfg.grpo_steps}/actor/huggingface")
+    assert args.samples == design["repair"]["samples"] == 4
+    s = cfg.sampling
+    assert (args.temperature, args.top_p, args.max_tokens) == (s["temperature"], s["top_p"], s["max_tokens"])
+    assert args.engine_config == cfg.engine_config
+    # done once the runner has written its summary (after the last problem)
+    (tmp_path / "runs/design/repair-seed2/repair.summary.json").parent.mkdir(parents=True)
+    (tmp_path / "runs/design/repair-seed2/repair.summary.json").write_text("{}")
+    repair = next(r for r in plan(design, tmp_path)["runs"] if r["run"] == "repair-seed2")
+    assert repair["done"]
 
 
 def test_the_runs_profile_is_the_designs_profile_with_its_overrides_and_control(tmp_path):
