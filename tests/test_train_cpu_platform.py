@@ -63,6 +63,34 @@ def test_the_rollout_engine_is_not_pinned_to_one_core(monkeypatch):
     assert PlatformCPU().rollout_env_vars()["VLLM_CPU_OMP_THREADS_BIND"] == "0-3"
 
 
+def test_the_rollout_kv_cache_is_1_gib_unless_the_variable_is_set_empty(monkeypatch):
+    """vLLM-cpu lets VLLM_CPU_KVCACHE_SPACE override engine_kwargs.vllm.kv_cache_memory_bytes: the
+    rehearsal's 64 MiB per replica became 1 GiB, 4 GiB over its 4 replicas, and the node ran out."""
+    from cobalt.train.cpu_platform import PlatformCPU
+
+    monkeypatch.delenv("VLLM_CPU_KVCACHE_SPACE", raising=False)
+    assert PlatformCPU().rollout_env_vars()["VLLM_CPU_KVCACHE_SPACE"] == "1"
+    monkeypatch.setenv("VLLM_CPU_KVCACHE_SPACE", "3")
+    assert PlatformCPU().rollout_env_vars()["VLLM_CPU_KVCACHE_SPACE"] == "3"
+    monkeypatch.setenv("VLLM_CPU_KVCACHE_SPACE", "")
+    assert "VLLM_CPU_KVCACHE_SPACE" not in PlatformCPU().rollout_env_vars()
+
+
+def test_an_empty_kv_cache_variable_is_gone_before_vllm_reads_it():
+    """vLLM parses VLLM_CPU_KVCACHE_SPACE as an int when present: set empty (the rehearsal's "not
+    set"), every rollout engine failed with "invalid literal for int() with base 10: ''"."""
+    code = (
+        "import os, vllm.envs as e; from cobalt.train.cpu_platform import PlatformCPU; "
+        "print('VLLM_CPU_KVCACHE_SPACE' in os.environ, e.VLLM_CPU_KVCACHE_SPACE, "
+        "'VLLM_CPU_KVCACHE_SPACE' in PlatformCPU().rollout_env_vars())"
+    )
+    env = {**os.environ, "VERL_PLATFORM": "cpu", "VLLM_CPU_KVCACHE_SPACE": ""}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    # gone from this process, and not put back by the platform for the rollout's servers (in a
+    # chain rehearsal every engine still got the platform's 1 GiB default once it was gone)
+    assert out.returncode == 0 and out.stdout.split() == ["False", "None", "False"], out.stderr[-2000:]
+
+
 def test_nothing_is_patched_unless_the_cpu_platform_is_selected():
     out = run_python(
         """

