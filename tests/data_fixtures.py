@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from cobalt.prompts import ALL_PUBLIC_PASSED_MARKER, SYSTEM_PROMPT
 
@@ -58,6 +59,42 @@ def trajectory(
         "public_pass_rates": public_rates if public_rates is not None else [list(r) for r in rates],
         "all_pass_rates": [list(r) for r in rates],
     }
+
+
+def apps_problems(directory) -> list[dict]:
+    """The real APPS problems of ``directory`` (``../shared/data/apps-samples``: statement, tests,
+    accepted solutions) as problems of the embedded set's shape. They carry 1 to 3 tests each: the
+    tests are repeated to 8, TACO-verified's least (the filters drop a problem with fewer), which
+    leaves hidden tests after TACO's 4 public and LiveCodeBench's 1; the first test is public."""
+    problems = []
+    for folder in sorted(p for p in Path(directory).iterdir() if (p / "question.txt").is_file()):
+        tests = with_single_queries(json.loads((folder / "input_output.json").read_text()))
+        repeat = -(-8 // len(tests["inputs"]))
+        tests = {key: (tests[key] * repeat)[: max(8, len(tests[key]))] for key in ("inputs", "outputs")}
+        meta = json.loads((folder / "metadata.json").read_text())
+        problems.append({
+            "id": f"apps-{folder.name}",
+            "title": meta.get("url", folder.name).rsplit("/", 1)[-1],
+            "question": (folder / "question.txt").read_text(),
+            "difficulty": {"interview": "MEDIUM", "competition": "HARD"}.get(meta.get("difficulty"), "EASY"),
+            "solutions": json.loads((folder / "solutions.json").read_text()),
+            "public_tests": {"inputs": tests["inputs"][:1], "outputs": tests["outputs"][:1]},
+            "hidden_tests": {"inputs": tests["inputs"][1:], "outputs": tests["outputs"][1:]},
+        })  # fmt: skip
+    return problems
+
+
+def with_single_queries(tests: dict) -> dict:
+    """A test of ``q`` one-line queries (its first line ``q``, one output line each: Codeforces
+    1036B among the APPS samples) gives each query as a test of its own too, so that its public
+    tests have distinct outputs (the perturbation needs two)."""
+    inputs, outputs = list(tests["inputs"]), list(tests["outputs"])
+    for given, expected in zip(tests["inputs"], tests["outputs"]):
+        lines, answers = given.splitlines(), expected.splitlines()
+        if lines and lines[0].strip().isdigit() and int(lines[0]) == len(lines) - 1 == len(answers) > 1:
+            inputs += [f"1\n{line}\n" for line in lines[1:]]
+            outputs += [f"{answer}\n" for answer in answers]
+    return {"inputs": inputs, "outputs": outputs}
 
 
 def taco_file(path, limit: int | None = None, id_prefix: str = "taco-", problems: list[dict] | None = None):
