@@ -7,6 +7,7 @@ import logging
 import os
 import shutil
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -72,7 +73,11 @@ def test_a_replica_killed_mid_burst_costs_no_request(app):
 
     async def burst():
         jobs = [asyncio.ensure_future(evaluator.evaluate(ADD, CASES)) for _ in range(300)]
-        await asyncio.sleep(3)
+        # the kill lands once the replicas answer, while most of the burst still waits: a fixed
+        # 3 s wait let warm sandboxes finish all 300 first (CI at 7832962)
+        deadline = time.monotonic() + 120
+        while sum(job.done() for job in jobs) < 10 and time.monotonic() < deadline:
+            await asyncio.sleep(0.02)
         assert not all(job.done() for job in jobs), "the burst ended before the kill"
         ray.kill(victim, no_restart=True)
         return await asyncio.gather(*jobs, return_exceptions=True)
