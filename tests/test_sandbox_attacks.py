@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import resource
@@ -16,7 +17,7 @@ import pytest
 from sandbox_fixtures import FORKED_SPINNERS, backend_config, processes_of
 
 from cobalt.sandbox import evaluate
-from cobalt.sandbox.runner import WARM_POOL, get_backend, run_in_sandbox
+from cobalt.sandbox.runner import WARM_POOL, _try_slot, get_backend, run_in_sandbox
 
 AS_ROOT = os.geteuid() == 0
 UID_BASE = {"bwrap": 62000, "landlock": 62100}  # uids of their own: leftovers are attributable
@@ -505,8 +506,21 @@ def test_a_stderr_flood_and_a_closed_stdin_end_at_their_limits(cfg):
     assert evaluate("print(int(input()) * 2)", {"inputs": ["1"], "outputs": ["2"]}, cfg)["passing"] == [True]
 
 
+@contextlib.contextmanager
+def holding_slot(cfg, index: int):
+    """Hold sandbox slot ``index`` as another request would, so no request of the test lands in it
+    (its holder would empty the slot's scratch first and the test would prove nothing)."""
+    WARM_POOL.close_all()  # an idle warm sandbox may hold it
+    held = _try_slot(cfg, index)
+    assert held is not None, f"slot {index} is held by someone else"
+    try:
+        yield
+    finally:
+        os.close(held[0])
+
+
 def test_other_slots_scratch_is_out_of_reach(cfg, scratch_root):
-    # A file another request left readable in its own slot's scratch dir, at a path one can guess.
+    # A file another request, still holding slot 7, left readable in its scratch dir at a path one can guess.
     other = scratch_root / f"cobalt-scratch-{os.geteuid()}" / "slot-7" / "run-other"
     other.mkdir(parents=True, exist_ok=True)
     for path in (other.parent.parent, other.parent, other):
@@ -518,8 +532,10 @@ def test_other_slots_scratch_is_out_of_reach(cfg, scratch_root):
         f"try:\n    open({str(other / 'planted')!r}, 'w').write('x'); print('PLANTED')\nexcept OSError:\n    pass\n"
     )
     try:
-        output = output_of(run(program, cfg))
+        with holding_slot(cfg, 7):
+            output = output_of(run(program, cfg))
         assert "OTHER-SLOT-SECRET" not in output and "PLANTED" not in output
         assert not (other / "planted").exists()
+        assert (other / "secret.txt").read_text() == "OTHER-SLOT-SECRET"  # the request did not run in slot 7
     finally:
-        shutil.rmtree(other)  # the other request's, which its slot's next holder would remove
+        shutil.rmtree(other, ignore_errors=True)  # the other request's, which its slot's next holder would remove
