@@ -538,4 +538,5 @@ def test_other_slots_scratch_is_out_of_reach(cfg, scratch_root):
         assert not (other / "planted").exists()
         assert (other / "secret.txt").read_text() == "OTHER-SLOT-SECRET"  # the request did not run in slot 7
     finally:
-        shutil.rmtree(other, ignore_errors=True)  # the other request's, which its slot's next holder would remove
+        # the other request's, which its slot's next holder would remove
+        shutil.rmtree(other, ignore_errors=True)
