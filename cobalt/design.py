@@ -3,14 +3,15 @@
     python -m cobalt.design --plan                       # configs/generalize_design.yaml
     python -m cobalt.design --plan --config my_design --json
 
-Lists every run of the design (base once; trained and control once per training seed; the
-placebo repair per trained seed), where each keeps its results (``runs_dir/<arm>-seed<k>``),
-whether it is done, its command (the quickstart on the design's ``run_profile`` with ``--arm``
-and ``--train_seed``; ``python -m cobalt.eval.repair_run`` on a trained seed's evaluations for
-the repair) and what is still missing, and the
-wall-time estimate of each arm and of the whole design from the cost coefficients of the design
+Lists every run of the design (trained and control once per training seed; the placebo repair
+per trained seed), where each keeps its results (``runs_dir/<arm>-seed<k>``), whether it is
+done, its command (the quickstart on the design's ``run_profile`` with ``--arm`` and
+``--train_seed``; ``python -m cobalt.eval.repair_run`` on a trained seed's evaluations for the
+repair), and the wall-time estimate of each arm and of the whole design from the cost coefficients of the design
 file (measured in docs/benchmarks.md). It runs nothing. A run is resumable as the quickstart's
 runs are: a stage whose output exists is skipped (the repair: a problem already written is).
+The base (warm-up and base evaluation) is made once, by trained seed 0's run; every other run
+takes it with ``--base_run`` (cobalt/quickstart_base.py), so all arms compare with one base.
 """
 
 from __future__ import annotations
@@ -28,10 +29,7 @@ DONE_MARKER = "report/report.json"  # a quickstart run writes it last
 
 REPAIR_OUTPUT = "repair.jsonl"  # python -m cobalt.eval.repair_run writes its summary beside it last
 
-MISSING = {
-    "shared_base": "a way for a trained or control run to reuse the base run's evaluation (today each "
-    "quickstart run evaluates its base again)",
-}
+BASE_SEED = 0  # the trained seed whose run makes the base every other run takes (--base_run)
 
 
 def load_design(name: str | Path = "generalize_design") -> dict:
@@ -106,7 +104,7 @@ def plan(design: dict, root: str | Path = ".") -> dict:
     failures = instances * repair["failure_share"]
     runs_dir = root / design["runs_dir"]
 
-    def run(arm: str, name: str, seconds: float, command: str | None, missing: list[str]) -> dict:
+    def run(arm: str, name: str, seconds: float, command: str) -> dict:
         where = runs_dir / name
         return {
             "arm": arm,
@@ -117,24 +115,27 @@ def plan(design: dict, root: str | Path = ".") -> dict:
             ).exists(),
             "seconds": round(seconds),
             "command": command,
-            "missing": [MISSING[m] for m in missing],
         }
 
     quickstart = f"bash scripts/quickstart.sh --profile {design['run_profile']}"
+    base_dir = runs_dir / f"trained-seed{BASE_SEED}"
 
-    def command(arm: str, name: str, seed: int | None) -> str:
-        seed_flag = "" if seed is None else f" --train_seed {seed}"
-        return f"{quickstart} --arm {arm}{seed_flag} --run_dir {runs_dir / name}"
+    def command(arm: str, name: str, seed: int) -> str:
+        shared = "" if (arm, seed) == ("trained", BASE_SEED) else f" --base_run {base_dir}"
+        return f"{quickstart} --arm {arm} --train_seed {seed}{shared} --run_dir {runs_dir / name}"
+
+    def seconds(arm: str, seed: int) -> float:
+        own = cfg.grpo_steps * cost["grpo_step_s"] if arm == "trained" else control_steps * cost["sft_step_s"]
+        base = (
+            cost["warmup_s"] + cost["offline_s"] + evaluation if (arm, seed) == ("trained", BASE_SEED) else 0
+        )
+        return cost["per_run_s"] + base + own + evaluation
 
     runs = [
-        run("base", "base", cost["per_run_s"] + cost["warmup_s"] + cost["offline_s"] + evaluation,
-            f"{quickstart} --run_dir {runs_dir / 'base'}", []),
-        *[run("trained", f"trained-seed{s}", cost["per_run_s"] + cfg.grpo_steps * cost["grpo_step_s"] + evaluation,
-              command("trained", f"trained-seed{s}", s), ["shared_base"]) for s in design["seeds"]],
-        *[run("control", f"control-seed{s}", cost["per_run_s"] + control_steps * cost["sft_step_s"] + evaluation,
-              command("control", f"control-seed{s}", s), ["shared_base"]) for s in design["seeds"]],
+        *[run(arm, f"{arm}-seed{s}", seconds(arm, s), command(arm, f"{arm}-seed{s}", s))
+          for arm in ("trained", "control") for s in design["seeds"]],
         *[run("repair", f"repair-seed{s}", failures * 3 * repair["samples"] * cost["answer_s"],
-              repair_command(cfg, repair, runs_dir / f"trained-seed{s}", runs_dir / f"repair-seed{s}"), [])
+              repair_command(cfg, repair, runs_dir / f"trained-seed{s}", runs_dir / f"repair-seed{s}"))
           for s in repair["seeds"]],
     ]  # fmt: skip
     arms: dict[str, int] = {}
@@ -166,9 +167,7 @@ def describe_plan(p: dict) -> str:
     for r in p["runs"]:
         state = "done" if r["done"] else "to run"
         lines.append(f"{r['run']:<16} {state:<7} {r['seconds'] / 3600:5.2f} h  {r['run_dir']}")
-        if r["command"]:
-            lines.append(f"    command: {r['command']}")
-        lines += [f"    missing: {m}" for m in r["missing"]]
+        lines.append(f"    command: {r['command']}")
     lines.append("")
     lines += [f"arm {arm:<8} {s / 3600:5.2f} h" for arm, s in p["arms_s"].items()]
     lines.append(

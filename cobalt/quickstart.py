@@ -37,6 +37,7 @@ from cobalt.data.embedded import PROBLEM_SETS
 from cobalt.data.sources import file_shape
 from cobalt.eval.quickstart_report import METRICS_FILE, RunRecord, write_report
 from cobalt.jsonl import load_jsonl, write_jsonl
+from cobalt.quickstart_base import adopt_base, record_base
 from cobalt.quickstart_config import ARMS, QuickstartConfig, trained_model_subdir
 from cobalt.stages import (
     ROOT,
@@ -423,6 +424,8 @@ def run_pipeline(run: Run) -> Path:
 
     started = time.monotonic()
     check_arm(run)
+    if run.cfg.base_run:
+        adopt_base(run.root, run.cfg, Path(run.cfg.base_run), log=run.log)
     base = export_model(run)
     train, heldout = split_problems(run)
     families = heldout_families(run)
@@ -438,6 +441,7 @@ def run_pipeline(run: Run) -> Path:
         own = {"trajectories": Chain(train, cfg.train_samples, cfg.train_turns)} if cfg.train_samples else {}
         base_chains = {**own, **evaluation_chains(run, "base", heldout, train_subset, families)}
         base_evals = self_debug_side_by_side(run, "base model", warm, base_chains)
+        record_base(run.root, run.cfg, base_chains)
         trajectories = all_trajectories(run, base_evals.get("trajectories"), offline)
         parquet_dir = bandit_data(run, trajectories, warm)
         stop_engine(run)
@@ -519,6 +523,13 @@ def main(argv=None) -> int:
         "profile's arm, else trained",
     )
     p.add_argument(
+        "--base_run",
+        type=caller_path,
+        default=None,
+        help="a run directory whose base (problems, warm-up, base evaluations) this run takes "
+        "instead of making its own; its settings must give the same base (cobalt/quickstart_base.py)",
+    )
+    p.add_argument(
         "--dry-run", action="store_true", help="print the resolved settings as JSON and exit (runs nothing)"
     )
     args = p.parse_args(argv)
@@ -526,7 +537,16 @@ def main(argv=None) -> int:
     cfg = from_dict(QuickstartConfig, load_config(args.profile), source=source)
     overrides = {
         k: getattr(args, k)
-        for k in ("model", "problems", "engine_config", "train_profile", "num_gpus", "train_seed", "arm")
+        for k in (
+            "model",
+            "problems",
+            "engine_config",
+            "train_profile",
+            "num_gpus",
+            "train_seed",
+            "arm",
+            "base_run",
+        )
         if getattr(args, k) is not None
     }
     cfg = dataclasses.replace(cfg, **overrides)

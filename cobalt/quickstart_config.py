@@ -52,6 +52,7 @@ class QuickstartConfig:
     engine_config: str = "engine"
     ray_num_cpus: int = 8
     num_gpus: int | None = None  # GPUs of the private Ray head (None: detected; fake ones on CPU)
+    base_run: str | None = None  # a run directory whose base this run takes (cobalt/quickstart_base.py)
 
     def __post_init__(self):
         if self.train_seed is not None and self.train_seed < 0:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from cobalt.design import MISSING, load_design, main, plan
+from cobalt.design import load_design, main, plan
 
 
 def test_the_plan_has_every_arm_and_seed_with_estimates_from_the_cost_coefficients(tmp_path):
@@ -14,31 +14,50 @@ def test_the_plan_has_every_arm_and_seed_with_estimates_from_the_cost_coefficien
     assert p["evaluated_instances"] == 600 + 180
     assert p["control_optimizer_steps"] == 30 == p["grpo_optimizer_steps"]  # comparable steps
     names = [r["run"] for r in p["runs"]]
-    assert names == [
-        "base",
-        *(f"{arm}-seed{s}" for arm in ("trained", "control", "repair") for s in (0, 1, 2)),
-    ]
+    assert names == [f"{arm}-seed{s}" for arm in ("trained", "control", "repair") for s in (0, 1, 2)]
     evaluation = 780 * cost["eval_instance_s"]
-    trained = next(r for r in p["runs"] if r["run"] == "trained-seed1")
+    by_name = {r["run"]: r for r in p["runs"]}
+    trained, control = by_name["trained-seed1"], by_name["control-seed0"]
     assert trained["seconds"] == round(cost["per_run_s"] + 30 * cost["grpo_step_s"] + evaluation)
-    control = next(r for r in p["runs"] if r["run"] == "control-seed0")
     assert control["seconds"] == round(cost["per_run_s"] + 30 * cost["sft_step_s"] + evaluation)
-    assert p["arms_s"]["trained"] == 3 * trained["seconds"]
+    # trained seed 0 makes the base (warm-up, offline trajectories, base evaluation) once
+    assert by_name["trained-seed0"]["seconds"] == round(
+        trained["seconds"] + cost["warmup_s"] + cost["offline_s"] + evaluation
+    )
     assert p["total_s"] == round(cost["setup_s"] + sum(p["arms_s"].values()))
     assert p["remaining_s"] == p["total_s"] - cost["setup_s"] == sum(r["seconds"] for r in p["runs"])
-    # trained and control runs have the quickstart's command, their arm and training seed; what the
-    # pipeline cannot do yet is named, not hidden behind a command
+    # every run but the one that makes the base takes it (--base_run): all arms compare with one base
     quickstart = "bash scripts/quickstart.sh --profile generalize_prereg"
-    assert (
-        trained["command"]
-        == f"{quickstart} --arm trained --train_seed 1 --run_dir {tmp_path}/runs/design/trained-seed1"
+    base = tmp_path / "runs/design/trained-seed0"
+    assert by_name["trained-seed0"]["command"] == (
+        f"{quickstart} --arm trained --train_seed 0 --run_dir {base}"
     )
-    assert (
-        control["command"]
-        == f"{quickstart} --arm control --train_seed 0 --run_dir {tmp_path}/runs/design/control-seed0"
+    assert trained["command"] == (
+        f"{quickstart} --arm trained --train_seed 1 --base_run {base} --run_dir {tmp_path}/runs/design/trained-seed1"
     )
-    assert control["missing"] == trained["missing"] == [MISSING["shared_base"]]
-    assert set(MISSING) == {"shared_base"}
+    assert control["command"] == (
+        f"{quickstart} --arm control --train_seed 0 --base_run {base} --run_dir {tmp_path}/runs/design/control-seed0"
+    )
+
+
+def test_the_plans_quickstart_commands_parse_with_their_arm_seed_and_base(tmp_path, monkeypatch, capsys):
+    """Each printed command is one the quickstart accepts, with the arm, seed and base it names."""
+    import json
+    import shlex
+
+    from cobalt import quickstart
+
+    for r in plan(load_design("generalize_design"), tmp_path)["runs"]:
+        if r["arm"] == "repair":
+            continue
+        words = shlex.split(r["command"])
+        assert words[:2] == ["bash", "scripts/quickstart.sh"]
+        run_dir = words.index("--run_dir")
+        assert quickstart.main([*words[2:run_dir], "--dry-run"]) == 0
+        settings = json.loads(capsys.readouterr().out)["settings"]
+        assert (settings["arm"], settings["train_seed"]) == (r["arm"], int(r["run"][-1]))
+        shared = None if r["run"] == "trained-seed0" else str(tmp_path / "runs/design/trained-seed0")
+        assert settings["base_run"] == shared
 
 
 def test_each_trained_seed_has_its_placebo_repair_command(tmp_path):
@@ -52,7 +71,7 @@ def test_each_trained_seed_has_its_placebo_repair_command(tmp_path):
     design = load_design("generalize_design")
     cfg = run_profile_config(design)
     repair = next(r for r in plan(design, tmp_path)["runs"] if r["run"] == "repair-seed2")
-    assert repair["missing"] == [] and not repair["done"]
+    assert not repair["done"]
     words = shlex.split(repair["command"])
     assert words[:3] == ["python", "-m", "cobalt.eval.repair_run"]
     args = parser().parse_args(words[3:])
@@ -93,12 +112,13 @@ def test_the_runs_profile_is_the_designs_profile_with_its_overrides_and_control(
 def test_a_finished_run_is_done_and_leaves_the_remaining_time(tmp_path):
     design = load_design("generalize_design")
     before = plan(design, tmp_path)
-    report = tmp_path / design["runs_dir"] / "base/report/report.json"
+    report = tmp_path / design["runs_dir"] / "control-seed1/report/report.json"
     report.parent.mkdir(parents=True)
     report.write_text("{}")
     after = plan(design, tmp_path)
-    base = next(r for r in after["runs"] if r["run"] == "base")
-    assert base["done"] and after["remaining_s"] == before["remaining_s"] - base["seconds"]
+    done = [r for r in after["runs"] if r["done"]]
+    assert [r["run"] for r in done] == ["control-seed1"]
+    assert after["remaining_s"] == before["remaining_s"] - done[0]["seconds"]
 
 
 def test_the_command_line_only_plans(tmp_path, capsys):

@@ -18,12 +18,14 @@ pytestmark = [pytest.mark.slow, pytest.mark.train]
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def quickstart(run_dir: Path, home: Path, problems: Path, timeout: float) -> subprocess.CompletedProcess:
+def quickstart(
+    run_dir: Path, home: Path, problems: Path, timeout: float, *flags: str
+) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}
     env["HOME"] = str(home)
     return subprocess.run(
         ["bash", str(ROOT / "scripts/quickstart.sh"), "--profile", "quickstart_ci"]
-        + ["--problems", str(problems), "--run_dir", str(run_dir)],
+        + ["--problems", str(problems), "--run_dir", str(run_dir), *flags],
         env=env,
         capture_output=True,
         text=True,
@@ -96,3 +98,19 @@ def test_quickstart_ci_profile_end_to_end_on_a_taco_verified_file(tmp_path):
     assert {k.split(":")[0] for k in concurrent} == {"trajectories", "eval_base"} and len(concurrent) == 6
     assert stages["self-debugging: trajectories ∥ base evaluation"] < sum(stages[k] for k in concurrent)
     assert f"| **all stages** | {total:.0f} |" in (run_dir / "report/report.md").read_text()
+
+    # the control arm takes this run's base (--base_run): no warm-up, no base evaluation of its own,
+    # its own SFT and evaluation; its report compares the control with the very same base
+    control_dir = tmp_path / "control"
+    control = quickstart(control_dir, home, problems, 1200, "--arm", "control", "--base_run", str(run_dir))
+    assert control.returncode == 0, control.stdout[-4000:] + control.stderr[-4000:]
+    ran = [line for line in control.stdout.splitlines() if line.endswith(": running")]
+    assert any("control SFT" in line for line in ran)
+    assert not [line for line in ran if "warm-up" in line or "eval_base" in line or "trajectories" in line]
+    assert "base: " in control.stdout and f"taken from {run_dir}" in control.stdout
+    control_report = json.loads((control_dir / "report/report.json").read_text())
+    assert control_report["arm"] == "control"
+    rows, control_rows = report["heldout"]["per_instance"], control_report["heldout"]["per_instance"]
+    assert [(r["id"], r["base"]) for r in rows] == [(r["id"], r["base"]) for r in control_rows]
+    weights = next((run_dir / "models/warm").glob("*.safetensors"))
+    assert (control_dir / "models/warm" / weights.name).stat().st_ino == weights.stat().st_ino
