@@ -2,6 +2,7 @@
 
     python -m cobalt.design --plan                       # configs/generalize_design.yaml
     python -m cobalt.design --plan --config my_design --json
+    python -m cobalt.design --report                     # the pooled analysis of the runs so far
 
 Lists every run of the design (trained and control once per training seed; the placebo repair
 per trained seed), where each keeps its results (``runs_dir/<arm>-seed<k>``), whether it is
@@ -173,17 +174,31 @@ def describe_plan(p: dict) -> str:
     lines.append(
         f"whole design {p['total_s'] / 3600:.2f} h with set-up; still to run {p['remaining_s'] / 3600:.2f} h"
     )
+    lines.append("the pre-registered analysis of the runs done so far: python -m cobalt.design --report")
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m cobalt.design", description=__doc__.split("\n\n")[0])
     parser.add_argument("--config", default="generalize_design", help="configs/<name>.yaml of the design")
-    parser.add_argument("--plan", action="store_true", required=True, help="print the plan (runs nothing)")
+    mode = parser.add_mutually_exclusive_group(required=True)
+    mode.add_argument("--plan", action="store_true", help="print the plan (runs nothing)")
+    mode.add_argument(
+        "--report",
+        action="store_true",
+        help="the pre-registered analysis of the runs made so far (cobalt/eval/design_report.py): "
+        "writes <runs_dir>/design_report.md and .json and prints the Markdown",
+    )
     parser.add_argument("--root", default=".", help="the directory runs_dir is under (default: here)")
     parser.add_argument("--json", action="store_true", help="the plan as JSON")
     args = parser.parse_args(argv)
-    p = plan(load_design(args.config), args.root)
+    design = load_design(args.config)
+    if args.report:
+        from cobalt.eval.design_report import write_design_report
+
+        print(write_design_report(design, args.root).read_text())
+        return 0
+    p = plan(design, args.root)
     print(json.dumps(p, indent=1) if args.json else describe_plan(p))
     return 0
 

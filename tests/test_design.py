@@ -127,4 +127,16 @@ def test_the_command_line_only_plans(tmp_path, capsys):
     assert "whole design" in out and "trained-seed2" in out
     assert not (tmp_path / "runs").exists()  # nothing written
     with pytest.raises(SystemExit):
-        main([])  # --plan is required: there is no run mode
+        main([])  # --plan or --report: there is no run mode
+
+
+def test_the_report_command_names_the_runs_still_missing_before_any_verdict(tmp_path, capsys):
+    assert main(["--report", "--root", str(tmp_path)]) == 0
+    first_line = capsys.readouterr().out.splitlines()[0]
+    assert (
+        first_line.startswith("No verdict")
+        and "trained-seed0" in first_line
+        and "control-seed2" in first_line
+    )
+    written = tmp_path / "runs/design/design_report.md"
+    assert written.read_text().splitlines()[0] == first_line

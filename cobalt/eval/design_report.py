@@ -124,15 +124,18 @@ def read_run(path: Path, arm: str, seed: int) -> dict[str, dict[str, dict]]:
     return out
 
 
-def check_novelty(runs: dict, paths: dict) -> None:
-    """Every run labels an instance with the same program novelty (the labels pick the split)."""
-    first: dict[str, tuple[str, Path]] = {}
-    for name, run in runs.items():
-        for pid, row in run["heldout"].items():
-            label, where = first.setdefault(pid, (row["novelty"], paths[name]))
-            if label != row["novelty"]:
-                raise DataError(f"instance {pid!r} is {row['novelty']!r} here but {label!r} in {where}",
-                                path=paths[name], field="heldout.per_instance.novelty")  # fmt: skip
+def check_agreement(runs: dict, paths: dict) -> None:
+    """Every run labels an instance with the same program novelty (the labels pick the split) and
+    holds the same base scores for it (every run takes one base: ``--base_run``)."""
+    for key, field in (("heldout", "novelty"), ("heldout", "base"), ("heldout_families", "base")):
+        first: dict[str, tuple] = {}
+        for name, run in runs.items():
+            for pid, row in run[key].items():
+                value, where = first.setdefault(pid, (row[field], paths[name]))
+                if value != row[field]:
+                    raise DataError(f"instance {pid!r} is {row[field]!r} here but {value!r} in {where}"
+                                    + (" (the runs must share one base: --base_run)" if field == "base" else ""),
+                                    path=paths[name], field=f"{key}.per_instance.{field}")  # fmt: skip
 
 
 # ------------------------------------------------------------------------------------ scores
@@ -310,7 +313,7 @@ def design_report(design: dict, root: str | Path = ".") -> dict:
     if not missing:
         paths = {r["run"]: Path(r["path"]) for r in states if r["arm"] in ARMS}
         runs = {r["run"]: read_run(Path(r["path"]), r["arm"], r["seed"]) for r in states if r["arm"] in ARMS}
-        check_novelty(runs, paths)
+        check_agreement(runs, paths)
         primary = compare(runs, seeds, *PRIMARY)
         primary["claim"] = primary["pooled"]["p_value"] < ALPHA and primary["pooled"]["mean"] > 0
         secondary = [compare(runs, seeds, *c) for c in SECONDARY]
