@@ -216,7 +216,14 @@ def test_every_shipped_config_has_the_right_types():
     reward_config("reward")
     for name in ("engine", "engine_paper"):
         load_engine_config(name)
-    for name in ("quickstart", "quickstart_ci", "learn", "generalize", "generalize_prereg"):
+    for name in (
+        "quickstart",
+        "quickstart_ci",
+        "learn",
+        "generalize",
+        "generalize_prereg",
+        "generalize_smoke",
+    ):
         from_dict(QuickstartConfig, load_config(name), source=name)
     for name in ("paper", "paper_rehearsal"):
         from_dict(PaperConfig, load_config(name), source=name)

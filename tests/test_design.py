@@ -140,3 +140,13 @@ def test_the_report_command_names_the_runs_still_missing_before_any_verdict(tmp_
     )
     written = tmp_path / "runs/design/design_report.md"
     assert written.read_text().splitlines()[0] == first_line
+
+
+def test_the_smoke_design_is_the_designs_chain_at_a_small_size(tmp_path):
+    """configs/design_smoke.yaml: the same arms, shared base and repair on generalize_smoke."""
+    p = plan(load_design("design_smoke"), tmp_path)
+    assert [r["run"] for r in p["runs"]] == [
+        "trained-seed0", "trained-seed1", "control-seed0", "control-seed1", "repair-seed0",
+    ]  # fmt: skip
+    assert p["evaluated_instances"] == 24 + 12 and p["control_optimizer_steps"] == 3
+    assert all("--base_run" in r["command"] for r in p["runs"][1:4])
