@@ -25,10 +25,7 @@ import sys
 from pathlib import Path
 
 from cobalt.config import config_path, from_dict, load_config, merge
-
-DONE_MARKER = "report/report.json"  # a quickstart run writes it last
-
-REPAIR_OUTPUT = "repair.jsonl"  # python -m cobalt.eval.repair_run writes its summary beside it last
+from cobalt.eval.design_report import repair_path, report_path, run_name
 
 BASE_SEED = 0  # the trained seed whose run makes the base every other run takes (--base_run)
 
@@ -67,7 +64,7 @@ def run_profile_config(design: dict):
     return cfg
 
 
-def repair_command(cfg, repair: dict, trained_dir: Path, out_dir: Path) -> str:
+def repair_command(cfg, repair: dict, trained_dir: Path, output: Path) -> str:
     """The placebo repair of one trained seed (``python -m cobalt.eval.repair_run``): the turn-0
     failures of its held-out and out-of-family evaluations, its trained model, the profile's
     sampling settings and engine, ``repair.samples`` per failure and arm. Run after the trained
@@ -82,7 +79,7 @@ def repair_command(cfg, repair: dict, trained_dir: Path, out_dir: Path) -> str:
         [
             "python -m cobalt.eval.repair_run -i",
             *map(str, inputs),
-            f"-o {out_dir / REPAIR_OUTPUT} --model {trained_dir / trained_model_subdir(cfg.grpo_steps)}",
+            f"-o {output} --model {trained_dir / trained_model_subdir(cfg.grpo_steps)}",
             f"--engine_config {cfg.engine_config} --samples {repair['samples']}",
             f"--temperature {s.get('temperature', 0.6)} --top_p {s.get('top_p', 0.95)}",
             f"--max_tokens {s.get('max_tokens', 256)}",
@@ -105,25 +102,28 @@ def plan(design: dict, root: str | Path = ".") -> dict:
     failures = instances * repair["failure_share"]
     runs_dir = root / design["runs_dir"]
 
-    def run(arm: str, name: str, seconds: float, command: str) -> dict:
-        where = runs_dir / name
+    def run(arm: str, seed: int, seconds: float, command: str) -> dict:
+        name = run_name(arm, seed)
+        done = (
+            summary_path(repair_path(runs_dir, seed)) if arm == "repair" else report_path(runs_dir, arm, seed)
+        )
         return {
             "arm": arm,
             "run": name,
-            "run_dir": str(where),
-            "done": (
-                summary_path(where / REPAIR_OUTPUT) if arm == "repair" else where / DONE_MARKER
-            ).exists(),
+            "run_dir": str(runs_dir / name),
+            "done": done.exists(),
             "seconds": round(seconds),
             "command": command,
         }
 
     quickstart = f"bash scripts/quickstart.sh --profile {design['run_profile']}"
-    base_dir = runs_dir / f"trained-seed{BASE_SEED}"
+    base_dir = runs_dir / run_name("trained", BASE_SEED)
 
-    def command(arm: str, name: str, seed: int) -> str:
+    def command(arm: str, seed: int) -> str:
         shared = "" if (arm, seed) == ("trained", BASE_SEED) else f" --base_run {base_dir}"
-        return f"{quickstart} --arm {arm} --train_seed {seed}{shared} --run_dir {runs_dir / name}"
+        return (
+            f"{quickstart} --arm {arm} --train_seed {seed}{shared} --run_dir {runs_dir / run_name(arm, seed)}"
+        )
 
     def seconds(arm: str, seed: int) -> float:
         own = cfg.grpo_steps * cost["grpo_step_s"] if arm == "trained" else control_steps * cost["sft_step_s"]
@@ -132,13 +132,20 @@ def plan(design: dict, root: str | Path = ".") -> dict:
         )
         return cost["per_run_s"] + base + own + evaluation
 
+    def repair_seconds_and_command(seed: int) -> tuple[float, str]:
+        trained_dir = runs_dir / run_name("trained", seed)
+        return failures * 3 * repair["samples"] * cost["answer_s"], repair_command(
+            cfg, repair, trained_dir, repair_path(runs_dir, seed)
+        )
+
     runs = [
-        *[run(arm, f"{arm}-seed{s}", seconds(arm, s), command(arm, f"{arm}-seed{s}", s))
-          for arm in ("trained", "control") for s in design["seeds"]],
-        *[run("repair", f"repair-seed{s}", failures * 3 * repair["samples"] * cost["answer_s"],
-              repair_command(cfg, repair, runs_dir / f"trained-seed{s}", runs_dir / f"repair-seed{s}"))
-          for s in repair["seeds"]],
-    ]  # fmt: skip
+        *[
+            run(arm, s, seconds(arm, s), command(arm, s))
+            for arm in ("trained", "control")
+            for s in design["seeds"]
+        ],
+        *[run("repair", s, *repair_seconds_and_command(s)) for s in repair["seeds"]],
+    ]
     arms: dict[str, int] = {}
     for r in runs:
         arms[r["arm"]] = arms.get(r["arm"], 0) + r["seconds"]

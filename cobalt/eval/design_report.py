@@ -22,8 +22,10 @@ import numpy as np
 
 from cobalt.data.novelty import KINDS, SEEN_GRPO, SEEN_SFT, UNSEEN
 from cobalt.errors import DataError
+from cobalt.eval.quickstart_report import REPORT_FILE
 from cobalt.eval.significance import ALPHA, format_p, paired_difference, pooled_paired_test
 
+REPAIR_OUTPUT = "repair.jsonl"  # python -m cobalt.eval.repair_run writes its summary beside it last
 RESAMPLES = 100_000  # sign patterns of the pooled test (preregistration.md)
 TEST_SEED = 0
 ARMS = ("trained", "control")  # the arms with a run per training seed; base is read from trained runs
@@ -55,15 +57,11 @@ def run_name(arm: str, seed: int) -> str:
 
 
 def report_path(runs_dir: Path, arm: str, seed: int) -> Path:
-    from cobalt.design import DONE_MARKER
-
-    return runs_dir / run_name(arm, seed) / DONE_MARKER
+    return runs_dir / run_name(arm, seed) / REPORT_FILE
 
 
 def repair_path(runs_dir: Path, seed: int) -> Path:
-    from cobalt.design import REPAIR_OUTPUT
-
-    return runs_dir / f"repair-seed{seed}" / REPAIR_OUTPUT
+    return runs_dir / run_name("repair", seed) / REPAIR_OUTPUT
 
 
 def _scores(value, path: Path, field: str) -> list[float]:

@@ -34,6 +34,7 @@ from cobalt.eval.report import markdown_table, summarize
 from cobalt.eval.significance import PairedDifference, describe, outcome
 from cobalt.jsonl import load_jsonl
 
+REPORT_FILE = "report/report.json"  # a run writes it last: the run is done when it exists
 METRICS_FILE = "grpo_metrics.jsonl"  # veRL's file logger, pointed into the run directory
 STEP_COLUMNS = {  # report.json's name: veRL metric
     "reward_mean": "critic/score/mean",
@@ -260,7 +261,7 @@ def write_report(run: RunRecord) -> Path:
     """``report/report.json``, the figures and ``report/report.md``; returns the Markdown's path."""
     (run.root / "report").mkdir(parents=True, exist_ok=True)
     report = build(run)
-    (run.root / "report/report.json").write_text(json.dumps(report, indent=1))
+    (run.root / REPORT_FILE).write_text(json.dumps(report, indent=1))
     warm = json.loads((run.root / "models/warm/warm_up.json").read_text())
     control_file = run.root / "models/control/warm_up.json"
     control = json.loads(control_file.read_text()) if report["arm"] == "control" else None
