@@ -31,10 +31,17 @@ BASE_SEED = 0  # the trained seed whose run makes the base every other run takes
 
 
 def load_design(name: str | Path = "generalize_design") -> dict:
+    from cobalt.eval.repair import MIN_REPAIR_SAMPLES
+
     design = load_config(name)
     for key in ("profile", "run_profile", "seeds", "runs_dir", "control", "repair", "cost"):
         if key not in design:
             raise ValueError(f"{config_path(name)}: no {key!r}")
+    samples = design["repair"].get("samples")
+    if not isinstance(samples, int) or samples < MIN_REPAIR_SAMPLES:
+        raise ValueError(
+            f"{config_path(name)}: repair.samples: {samples!r}; the repair runner takes at least {MIN_REPAIR_SAMPLES}"
+        )
     return design
 
 

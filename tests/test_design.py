@@ -150,3 +150,15 @@ def test_the_smoke_design_is_the_designs_chain_at_a_small_size(tmp_path):
     ]  # fmt: skip
     assert p["evaluated_instances"] == 24 + 12 and p["control_optimizer_steps"] == 3
     assert all("--base_run" in r["command"] for r in p["runs"][1:4])
+
+
+def test_a_design_with_fewer_repair_samples_than_the_runner_takes_is_refused(tmp_path):
+    import yaml
+
+    design = load_design("design_smoke")
+    design["repair"]["samples"] = 2
+    (tmp_path / "few.yaml").write_text(yaml.safe_dump(design))
+    with pytest.raises(
+        ValueError, match=r"few\.yaml: repair\.samples: 2; the repair runner takes at least 4"
+    ):
+        load_design(tmp_path / "few.yaml")
