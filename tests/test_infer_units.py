@@ -184,6 +184,18 @@ def test_stream_resumes_repairs_a_torn_line_and_never_duplicates(tmp_path):
     assert resume_appending(out) == {1, 2, 3, 4, 5}
 
 
+def test_stream_writes_into_a_directory_that_does_not_exist_yet(tmp_path):
+    # python -m cobalt.eval.repair_run -o runs/design/repair-seed0/repair.jsonl failed here, after
+    # its engine had started: FileNotFoundError on the first append
+    out = tmp_path / "repair-seed0" / "repair.jsonl"
+
+    async def step(r):
+        return r
+
+    stats = asyncio.run(stream_records([{"id": 1}, {"id": 2}], step, str(out), concurrency=2, desc="t"))
+    assert stats.written == 2 and sorted(r["id"] for r in load_jsonl(out)) == [1, 2]
+
+
 def test_stream_stops_at_the_first_failure_and_keeps_finished_records(tmp_path):
     out = tmp_path / "out.jsonl"
 

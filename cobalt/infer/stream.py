@@ -14,6 +14,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 from tqdm import tqdm
 
@@ -51,6 +52,7 @@ async def stream_records(
     appending results in completion order. The first exception cancels the rest and is raised
     (records finished before it stay written)."""
     started = time.monotonic()
+    Path(output).parent.mkdir(parents=True, exist_ok=True)  # e.g. a run directory's repair-seed0/
     todo, skipped = pending(records, output, key)
     stats = StreamStats(total=len(records), skipped=skipped)
     if skipped:
