@@ -96,7 +96,7 @@ def repair_command(cfg, repair: dict, trained_dir: Path, output: Path) -> str:
 
 
 def plan(design: dict, root: str | Path = ".") -> dict:
-    """Every run of the design with its state, command or missing piece, and its estimated
+    """Every run of the design with its state and command, and its estimated
     seconds; the seconds of each arm and of the whole design."""
     from cobalt.eval.repair_run import summary_path
 

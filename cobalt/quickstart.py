@@ -19,6 +19,8 @@ unfinished run. The warm-up is part of the *base* model: both curves start from 
 ``arm: control`` (``--arm control``) replaces GRPO by SFT of the warmed-up model on the training
 instances' programs and evaluates that model in the trained one's place; ``train_seed``
 (``--train_seed K``) seeds GRPO's data order and rollout sampling, or the control's SFT.
+``base_run`` (``--base_run DIR``) takes another run's base instead of making it again
+(:mod:`cobalt.quickstart_base`).
 """
 
 from __future__ import annotations
