@@ -6,7 +6,7 @@
 
 Lists every run of the design (trained and control once per training seed; the placebo repair
 per trained seed), where each keeps its results (``runs_dir/<arm>-seed<k>``), whether it is
-done, its command (the quickstart on the design's ``run_profile`` with ``--arm`` and
+done, started or still to run, its command (the quickstart on the design's ``run_profile`` with ``--arm`` and
 ``--train_seed``; ``python -m cobalt.eval.repair_run`` on a trained seed's evaluations for the
 repair), and the wall-time estimate of each arm and of the whole design from the cost coefficients of the design
 file (measured in docs/benchmarks.md). It runs nothing. A run is resumable as the quickstart's
@@ -26,6 +26,7 @@ from pathlib import Path
 
 from cobalt.config import config_path, from_dict, load_config, merge
 from cobalt.eval.design_report import repair_path, report_path, run_name
+from cobalt.quickstart_base import BASE_FILE
 
 BASE_SEED = 0  # the trained seed whose run makes the base every other run takes (--base_run)
 
@@ -113,13 +114,18 @@ def plan(design: dict, root: str | Path = ".") -> dict:
         name = run_name(arm, seed)
         done = (
             summary_path(repair_path(runs_dir, seed)) if arm == "repair" else report_path(runs_dir, arm, seed)
-        )
+        ).exists()
+        remaining = 0 if done else seconds
+        if not done and (arm, seed) == ("trained", BASE_SEED) and (runs_dir / name / BASE_FILE).exists():
+            remaining -= base_seconds
         return {
             "arm": arm,
             "run": name,
             "run_dir": str(runs_dir / name),
-            "done": done.exists(),
+            "state": "done" if done else "started" if (runs_dir / name).exists() else "to run",
+            "done": done,
             "seconds": round(seconds),
+            "remaining_s": round(remaining),
             "command": command,
         }
 
@@ -132,11 +138,11 @@ def plan(design: dict, root: str | Path = ".") -> dict:
             f"{quickstart} --arm {arm} --train_seed {seed}{shared} --run_dir {runs_dir / run_name(arm, seed)}"
         )
 
+    base_seconds = cost["warmup_s"] + cost["offline_s"] + evaluation
+
     def seconds(arm: str, seed: int) -> float:
         own = cfg.grpo_steps * cost["grpo_step_s"] if arm == "trained" else control_steps * cost["sft_step_s"]
-        base = (
-            cost["warmup_s"] + cost["offline_s"] + evaluation if (arm, seed) == ("trained", BASE_SEED) else 0
-        )
+        base = base_seconds if (arm, seed) == ("trained", BASE_SEED) else 0
         return cost["per_run_s"] + base + own + evaluation
 
     def repair_seconds_and_command(seed: int) -> tuple[float, str]:
@@ -168,7 +174,7 @@ def plan(design: dict, root: str | Path = ".") -> dict:
         "arms_s": arms,
         "setup_s": cost["setup_s"],
         "total_s": round(total),
-        "remaining_s": round(sum(r["seconds"] for r in runs if not r["done"])),
+        "remaining_s": sum(r["remaining_s"] for r in runs),
     }
 
 
@@ -180,8 +186,8 @@ def describe_plan(p: dict) -> str:
         "",
     ]
     for r in p["runs"]:
-        state = "done" if r["done"] else "to run"
-        lines.append(f"{r['run']:<16} {state:<7} {r['seconds'] / 3600:5.2f} h  {r['run_dir']}")
+        left = f"  ({r['remaining_s'] / 3600:.2f} h left)" if r["state"] == "started" else ""
+        lines.append(f"{r['run']:<16} {r['state']:<7} {r['seconds'] / 3600:5.2f} h  {r['run_dir']}{left}")
         lines.append(f"    command: {r['command']}")
     lines.append("")
     lines += [f"arm {arm:<8} {s / 3600:5.2f} h" for arm, s in p["arms_s"].items()]

@@ -121,6 +121,28 @@ def test_a_finished_run_is_done_and_leaves_the_remaining_time(tmp_path):
     assert after["remaining_s"] == before["remaining_s"] - done[0]["seconds"]
 
 
+def test_a_started_run_is_shown_and_a_made_base_leaves_only_the_rest_of_its_run(tmp_path, capsys):
+    design = load_design("generalize_design")
+    before = {r["run"]: r for r in plan(design, tmp_path)["runs"]}
+    assert {r["state"] for r in before.values()} == {"to run"}
+    base_run = tmp_path / design["runs_dir"] / "trained-seed0"
+    base_run.mkdir(parents=True)
+    (tmp_path / design["runs_dir"] / "control-seed0").mkdir()
+    (base_run / "base.json").write_text("{}")
+    p = plan(design, tmp_path)
+    after = {r["run"]: r for r in p["runs"]}
+    assert after["control-seed0"]["state"] == after["trained-seed0"]["state"] == "started"
+    assert after["control-seed0"]["remaining_s"] == before["control-seed0"]["seconds"]
+    # the base is made: trained seed 0 has as much left as a seed that takes the base
+    assert after["trained-seed0"]["remaining_s"] == after["trained-seed1"]["seconds"]
+    assert p["remaining_s"] == sum(r["remaining_s"] for r in after.values())
+    assert main(["--plan", "--root", str(tmp_path)]) == 0
+    assert (
+        f"trained-seed0    started  {after['trained-seed0']['seconds'] / 3600:.2f} h"
+        in capsys.readouterr().out
+    )
+
+
 def test_the_command_line_only_plans(tmp_path, capsys):
     assert main(["--plan", "--root", str(tmp_path)]) == 0
     out = capsys.readouterr().out
