@@ -160,7 +160,10 @@ def test_turn_0_and_last_turn_means_per_arm_and_family(tmp_path):
     write_design(tmp_path, trained=15, control=3)
     report = design_report(DESIGN, tmp_path)
     unseen = report["pass_at_1"]["unseen"]
-    assert unseen["last"] == {"instances": N, "left_out": 0, "base": 25.0, "trained": 75.0, "control": 15.0}
+    per_seed = {"base": [25.0] * 3, "trained": [75.0] * 3, "control": [15.0] * 3}
+    assert unseen["last"] == {
+        "instances": N, "left_out": 0, "base": 25.0, "trained": 75.0, "control": 15.0, "per_seed": per_seed
+    }  # fmt: skip
     assert unseen["turn0"]["trained"] == 0.0
     families = {f["family"]: f for f in report["turn0_per_family"]}
     assert set(families) == {"add_two", "subtract", "max_three"} and families["add_two"]["instances"] == N
@@ -177,6 +180,8 @@ def test_a_missing_control_seed_gives_no_verdict_and_names_the_run(tmp_path):
     text = describe_design_report(report)
     assert text.splitlines()[0] == report["verdict"]
     assert "| control-seed1 | missing |" in text
+    write_design_report(DESIGN, tmp_path)
+    assert not (tmp_path / "runs/design/design_pass_at_1.png").exists()  # no figure of a partial design
 
 
 def test_an_instance_missing_from_one_run_is_left_out_and_counted(tmp_path):
@@ -271,6 +276,8 @@ def test_write_design_report_writes_json_and_markdown_verdict_first(tmp_path):
     text = md.read_text()
     assert text.splitlines()[0] == saved["verdict"] and "is made" in text.splitlines()[0]
     assert "## Secondary comparisons" in text and "| 1 | trained − base | unseen-program held-out |" in text
+    figure = tmp_path / "runs/design/design_pass_at_1.png"
+    assert figure.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and "(design_pass_at_1.png)" in text
     for s in (0, 1, 2):  # the control now as good: regenerated from the runs each time
         write_run(tmp_path, "control", s, scores(model=15))
     write_design_report(DESIGN, tmp_path)

@@ -25,6 +25,7 @@ from cobalt.errors import DataError
 from cobalt.eval.quickstart_report import REPORT_FILE
 from cobalt.eval.significance import ALPHA, format_p, paired_difference, pooled_paired_test
 
+FIGURE_FILE = "design_pass_at_1.png"
 REPAIR_OUTPUT = "repair.jsonl"  # python -m cobalt.eval.repair_run writes its summary beside it last
 RESAMPLES = 100_000  # sign patterns of the pooled test (preregistration.md)
 TEST_SEED = 0
@@ -200,14 +201,18 @@ def holm(p_values: list[float]) -> list[float]:
 
 
 def pooled_means(runs: dict, seeds: list[int], group: str, turn: int) -> dict:
-    """Each arm's Pass@1 % at ``turn``, averaged over seeds and instances every run holds."""
+    """Each arm's Pass@1 % at ``turn``, averaged over seeds and instances every run holds, and
+    each seed's own mean (``per_seed``)."""
     maps = {arm: arm_maps(runs, seeds, arm, group, turn) for arm in ("base", *ARMS)}
     every = [m for ms in maps.values() for m in ms]
     ids = [i for i in every[0] if all(i in m for m in every)]
     means = {
         arm: float(np.mean([[m[i] for i in ids] for m in ms])) if ids else None for arm, ms in maps.items()
     }
-    return {"instances": len(ids), "left_out": len(left_out(every)), **means}
+    per_seed = {
+        arm: [float(np.mean([m[i] for i in ids])) for m in ms] if ids else [] for arm, ms in maps.items()
+    }
+    return {"instances": len(ids), "left_out": len(left_out(every)), **means, "per_seed": per_seed}
 
 
 def family_of(pid: str) -> str | None:
@@ -400,6 +405,8 @@ def pass_at_1_section(report: dict) -> list[str]:
         "",
         "Means over seeds and over the instances every run holds.",
         "",
+        f"![Pass@1 after feedback per arm and seed]({FIGURE_FILE})",
+        "",
         "| instances | turn | n | base | trained | control |",
         "|---|---|---:|---:|---:|---:|",
         *rows,
@@ -454,14 +461,41 @@ def describe_design_report(report: dict) -> str:
     return "\n".join(lines)
 
 
+def design_figure(report: dict):
+    """Pass@1 after the feedback turn per arm on each instance set: bars are the means over seeds,
+    dots each seed's mean."""
+    from cobalt.eval.report import pyplot
+
+    fig, ax = pyplot().subplots(figsize=(7, 4), dpi=120)
+    arms, width = ("base", "control", "trained"), 0.26
+    last = {g: report["pass_at_1"][g]["last"] for g in GROUPS}
+    for k, arm in enumerate(arms):
+        xs = [n + (k - 1) * width for n in range(len(GROUPS))]
+        ax.bar(xs, [last[g][arm] or 0.0 for g in GROUPS], width, label=arm)
+        for x, g in zip(xs, GROUPS):
+            seeds = last[g]["per_seed"][arm]
+            ax.scatter([x] * len(seeds), seeds, color="black", s=9, zorder=3)
+    ax.set_xticks(range(len(GROUPS)), [f"{GROUP_NAMES[g]}\n(n = {last[g]['instances']})" for g in GROUPS])
+    ax.set_ylim(0, 115)
+    ax.set_ylabel("Pass@1 after feedback (%)")
+    ax.set_title(f"Pass@1 per arm, {len(report['seeds'])} seeds (dots: each seed)")
+    ax.grid(axis="y", alpha=0.3)
+    ax.legend(loc="upper center", ncol=3)
+    fig.tight_layout()
+    return fig
+
+
 def write_design_report(design: dict, root: str | Path = ".") -> Path:
-    """``<runs_dir>/design_report.json`` and ``design_report.md``, regenerated from the runs;
-    returns the Markdown's path."""
+    """``<runs_dir>/design_report.json`` and ``design_report.md``, regenerated from the runs, and
+    with every trained and control run done ``design_pass_at_1.png``; returns the Markdown's path."""
+    from cobalt.eval.report import save_figure
     from cobalt.jsonl import atomic_output
 
     report = design_report(design, root)
     runs_dir = Path(root) / design["runs_dir"]
     md = runs_dir / "design_report.md"
+    if report["pass_at_1"] is not None:
+        save_figure(design_figure(report), runs_dir / FIGURE_FILE)
     for path, text in (
         (runs_dir / "design_report.json", json.dumps(report, indent=1) + "\n"),
         (md, describe_design_report(report) + "\n"),
