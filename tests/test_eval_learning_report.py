@@ -199,6 +199,24 @@ def test_quickstart_report_has_the_figures_the_tables_and_a_computed_verdict(tmp
     )
 
 
+def test_the_header_says_how_many_training_problems_the_warm_up_learned(tmp_path):
+    """The warm-up may learn a subset (warmup.problems) or other problems (LiveCodeBench runs)."""
+    run = quickstart_run_dir(tmp_path)  # 3 training problems, ids 0, 1, 2
+    warm_file = tmp_path / "models/warm/warm_up.json"
+    for problems, words in (
+        ([0, 1, 2], "an SFT warm-up on the 3 training problems' reference solutions (2 step(s)"),
+        ([0, 1], "an SFT warm-up on the reference solutions of 2 of the 3 training problems (2 step(s)"),
+        (
+            [0, "e1", "e2", "e3"],
+            "an SFT warm-up on the reference solutions of 4 problems, 1 of them training",
+        ),
+    ):
+        warm_file.write_text(
+            json.dumps({"steps": 2, "first_loss": 2.0, "last_loss": 1.0, "problems": problems})
+        )
+        assert words in write_report(run).read_text()
+
+
 def test_the_step_table_shows_the_columns_some_step_has():
     steps = [
         {"step": 1, "reward_mean": -1.0, "ppo_kl": None},

@@ -304,14 +304,29 @@ def preregistered_section(report: dict) -> list[str]:
     ]
 
 
+def warm_up_source(run: RunRecord, warm: dict) -> str:
+    """Which problems' reference solutions the warm-up learned (``warm_up.json``'s ``problems``):
+    every training problem, some of them (``warmup.problems``), or problems of another set."""
+    train = {r["id"] for r in load_jsonl(run.files["train"])}
+    used = warm.get("problems")
+    if used is None:  # a warm-up written before the file listed its problems
+        return f"the {len(train)} training problems' reference solutions"
+    inside = sum(p in train for p in used)
+    if inside == len(used) == len(train):
+        return f"the {len(train)} training problems' reference solutions"
+    if inside == len(used):
+        return f"the reference solutions of {len(used)} of the {len(train)} training problems"
+    return f"the reference solutions of {len(used)} problems, {inside} of them training problems"
+
+
 def header(run: RunRecord, report: dict, warm: dict) -> list[str]:
     c = report["counts"]
     evaluated = report["heldout"]["comparison"]["problem_set"] if "heldout" in report else "held-out"
     return [
         f"# COBALT quickstart — {run.root.name}",
         "",
-        f"Profile `{run.profile}`; base model `{run.config['model']}` after an SFT warm-up on the "
-        f"{c['train_problems']} training problems' reference solutions ({warm['steps']} step(s), loss "
+        f"Profile `{run.profile}`; base model `{run.config['model']}` after an SFT warm-up on "
+        f"{warm_up_source(run, warm)} ({warm['steps']} step(s), loss "
         f"{warm['first_loss']} → {warm['last_loss']}). The warm-up is part of the base model: both curves "
         f"start from it. {evaluated.capitalize()} problems ({c['heldout_problems']}) were never used for warm-up or "
         f"training{reused(report)}.",
