@@ -206,12 +206,10 @@ def pooled_means(runs: dict, seeds: list[int], group: str, turn: int) -> dict:
     maps = {arm: arm_maps(runs, seeds, arm, group, turn) for arm in ("base", *ARMS)}
     every = [m for ms in maps.values() for m in ms]
     ids = [i for i in every[0] if all(i in m for m in every)]
-    means = {
-        arm: float(np.mean([[m[i] for i in ids] for m in ms])) if ids else None for arm, ms in maps.items()
-    }
     per_seed = {
         arm: [float(np.mean([m[i] for i in ids])) for m in ms] if ids else [] for arm, ms in maps.items()
     }
+    means = {arm: float(np.mean(v)) if v else None for arm, v in per_seed.items()}  # every seed holds `ids`
     return {"instances": len(ids), "left_out": len(left_out(every)), **means, "per_seed": per_seed}
 
 
