@@ -96,6 +96,14 @@ def repair_command(cfg, repair: dict, trained_dir: Path, output: Path) -> str:
     )
 
 
+def written_records(path: Path) -> int:
+    """The records a (partial) repair output holds: one line per failed instance done."""
+    if not path.exists():
+        return 0
+    with open(path, "rb") as f:
+        return sum(1 for line in f if line.strip())
+
+
 def plan(design: dict, root: str | Path = ".") -> dict:
     """Every run of the design with its state and command, and its estimated
     seconds; the seconds of each arm and of the whole design."""
@@ -118,6 +126,8 @@ def plan(design: dict, root: str | Path = ".") -> dict:
         remaining = 0 if done else seconds
         if not done and (arm, seed) == ("trained", BASE_SEED) and (runs_dir / name / BASE_FILE).exists():
             remaining -= base_seconds
+        if not done and arm == "repair":
+            remaining *= max(0.0, 1 - written_records(repair_path(runs_dir, seed)) / failures)
         return {
             "arm": arm,
             "run": name,

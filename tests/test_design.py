@@ -86,8 +86,15 @@ def test_each_trained_seed_has_its_placebo_repair_command(tmp_path):
     s = cfg.sampling
     assert (args.temperature, args.top_p, args.max_tokens) == (s["temperature"], s["top_p"], s["max_tokens"])
     assert args.engine_config == cfg.engine_config
+    # started: the time left shrinks with the failures already written
+    output = tmp_path / "runs/design/repair-seed2/repair.jsonl"
+    output.parent.mkdir(parents=True)
+    failures = 780 * design["repair"]["failure_share"]
+    output.write_text('{"id": "a"}\n' * round(failures / 4))
+    repair = next(r for r in plan(design, tmp_path)["runs"] if r["run"] == "repair-seed2")
+    assert repair["state"] == "started"
+    assert repair["remaining_s"] == pytest.approx(repair["seconds"] * 0.75, rel=0.01)
     # done once the runner has written its summary (after the last problem)
-    (tmp_path / "runs/design/repair-seed2/repair.summary.json").parent.mkdir(parents=True)
     (tmp_path / "runs/design/repair-seed2/repair.summary.json").write_text("{}")
     repair = next(r for r in plan(design, tmp_path)["runs"] if r["run"] == "repair-seed2")
     assert repair["done"]
