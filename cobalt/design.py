@@ -27,6 +27,7 @@ from pathlib import Path
 from cobalt.config import config_path, from_dict, load_config, merge
 from cobalt.eval.design_report import repair_path, report_path, run_name
 from cobalt.quickstart_base import BASE_FILE
+from cobalt.stages import line_count
 
 BASE_SEED = 0  # the trained seed whose run makes the base every other run takes (--base_run)
 
@@ -96,14 +97,6 @@ def repair_command(cfg, repair: dict, trained_dir: Path, output: Path) -> str:
     )
 
 
-def written_records(path: Path) -> int:
-    """The records a (partial) repair output holds: one line per failed instance done."""
-    if not path.exists():
-        return 0
-    with open(path, "rb") as f:
-        return sum(1 for line in f if line.strip())
-
-
 def plan(design: dict, root: str | Path = ".") -> dict:
     """Every run of the design with its state and command, and its estimated
     seconds; the seconds of each arm and of the whole design."""
@@ -127,7 +120,8 @@ def plan(design: dict, root: str | Path = ".") -> dict:
         if not done and (arm, seed) == ("trained", BASE_SEED) and (runs_dir / name / BASE_FILE).exists():
             remaining -= base_seconds
         if not done and arm == "repair":
-            remaining *= max(0.0, 1 - written_records(repair_path(runs_dir, seed)) / failures)
+            written = line_count(repair_path(runs_dir, seed))  # a line per failure done
+            remaining *= max(0.0, 1 - written / failures)
         return {
             "arm": arm,
             "run": name,
