@@ -27,8 +27,8 @@ def config_dir() -> Path:
 def load_config(name_or_path: str | os.PathLike) -> dict[str, Any]:
     """Load ``configs/<name>.yaml`` (or an explicit path) as a dict.
 
-    A file may start from another: ``extends: <name>`` names a file in its own directory (or a
-    path relative to it); the child's keys win and mappings merge key by key, so a child lists
+    A file may start from another: ``extends: <name>`` names a file in its own directory, else in
+    ``configs/`` (or a path relative to its directory); the child's keys win and mappings merge key by key, so a child lists
     only what it changes (a ``null`` value is kept: readers treat it as "not set")."""
     return _load_chain(config_path(name_or_path), ())
 
@@ -49,8 +49,21 @@ def _load_chain(path: Path, seen: tuple[Path, ...]) -> dict[str, Any]:
         return data
     if not isinstance(parent, str) or not parent:
         raise ConfigError(f"{path}: 'extends' must name a config, got {parent!r}")
-    parent_path = path.parent / (parent if parent.endswith((".yaml", ".yml")) else f"{parent}.yaml")
-    return merge(_load_chain(parent_path, (*seen, path.resolve())), data)
+    return merge(_load_chain(parent_path(path, parent), (*seen, path.resolve())), data)
+
+
+def parent_path(path: Path, parent: str) -> Path:
+    """The file ``extends: <parent>`` names: a path relative to ``path``'s directory, or a name, looked
+    up there and then in ``configs/`` (so a config of one's own may start from ``paper``)."""
+    file = parent if parent.endswith((".yaml", ".yml")) else f"{parent}.yaml"
+    candidates = [path.parent / file]
+    if "/" not in parent and path.parent.resolve() != config_dir().resolve():
+        candidates.append(config_dir() / file)
+    for candidate in candidates:
+        if candidate.is_file():
+            return candidate
+    looked = " nor ".join(str(c) for c in candidates)
+    raise ConfigError(f"{path}: extends: {parent!r} names no config file (not {looked})")
 
 
 def _read_mapping(path: Path) -> dict[str, Any]:
