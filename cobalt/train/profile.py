@@ -224,10 +224,38 @@ def override_error(item: str) -> str | None:
     if "=" not in item and not item.startswith("~"):
         return f"{item!r} is not a hydra override: expected key=value (e.g. +{ATTENTION_KEY}=sdpa)"
     try:
-        _override_parser().parse_override(item)
+        parsed = _override_parser().parse_override(item)
     except Exception as e:
         reason = str(e).strip().splitlines()[-1] if str(e).strip() else type(e).__name__
         return f"{item!r} is not a hydra override: {reason} (quote a value with ',' or '=' as 'value')"
+    if parsed.is_sweep_override():  # main_ppo composes in run mode: "Ambiguous value"
+        key, _, value = item.partition("=")
+        as_list = f", or as a list: {key}=[{value}]" if "," in value and "(" not in value else ""
+        return (f"{item!r} is a sweep for hydra, which GRPO's main_ppo refuses ('Ambiguous value'): "
+                f"pass one string quoted, \"{key}={quote(value)}\"{as_list}")  # fmt: skip
+    return None
+
+
+def verl_config_error(overrides: list[str]) -> str | None:
+    """Why veRL's ``main_ppo`` would refuse ``overrides`` when it composes its ``ppo_trainer``
+    config with them (hydra's message, one line), or None; veRL itself is not imported."""
+    import importlib.util
+
+    from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+
+    spec = importlib.util.find_spec("verl")
+    if spec is None:
+        return "veRL is not installed (bash scripts/setup.sh installs it)"
+    config_dir = Path(spec.submodule_search_locations[0]) / "trainer/config"
+    GlobalHydra.instance().clear()
+    try:
+        with initialize_config_dir(config_dir=str(config_dir), version_base=None):
+            compose(config_name="ppo_trainer", overrides=list(overrides))
+    except Exception as e:
+        return "; ".join(line.strip() for line in str(e).splitlines() if line.strip()) or type(e).__name__
+    finally:
+        GlobalHydra.instance().clear()
     return None
 
 
