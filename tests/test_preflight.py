@@ -37,6 +37,7 @@ def test_the_model_is_a_local_directory_or_a_hub_id_it_can_reach(tmp_path, monke
     empty = preflight.check_model(str(model), False)
     assert empty.level == "fail" and "no config.json" in empty.line
     (model / "config.json").write_text("{}")
+    (model / "model.safetensors").write_bytes(b"\0" * 1000)
     assert preflight.check_model(str(model), False).level == "ok"
     assert preflight.check_model(str(tmp_path / "missing"), False).level == "fail"
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
@@ -45,6 +46,29 @@ def test_the_model_is_a_local_directory_or_a_hub_id_it_can_reach(tmp_path, monke
     assert (
         offline.level == "fail" and "not in the hub cache" in offline.line and "--model DIR" in offline.line
     )
+
+
+def test_a_model_directory_without_all_its_weights_fails(tmp_path):
+    """A half-finished download: no weight file, an empty one, or a shard its index names missing."""
+    model = tmp_path / "qwen3-8b"
+    model.mkdir()
+    (model / "config.json").write_text("{}")
+
+    def line():
+        check = preflight.check_model(str(model), False)
+        return check.line if check.level == "fail" else None
+
+    assert "no weights (no *.safetensors nor *.bin file)" in line() and "hf download" in line()
+    (model / "model-00001-of-00002.safetensors").write_bytes(b"")
+    assert "1 empty weight file(s) (model-00001-of-00002.safetensors)" in line()
+    (model / "model-00001-of-00002.safetensors").write_bytes(b"\0" * 1000)
+    shards = {"a": "model-00001-of-00002.safetensors", "b": "model-00002-of-00002.safetensors"}
+    (model / "model.safetensors.index.json").write_text(json.dumps({"weight_map": shards}))
+    assert (
+        "model.safetensors.index.json names 1 shard(s) not here (model-00002-of-00002.safetensors)" in line()
+    )
+    (model / "model-00002-of-00002.safetensors").write_bytes(b"\0" * 1000)
+    assert line() is None
 
 
 def test_the_estimate_counts_the_files_and_a_grpo_steps_evaluator_load(tmp_path):
@@ -92,10 +116,42 @@ def test_the_dry_run_prints_the_preflight_and_the_estimate(files):
     end = proc.stdout.index("\n}\n") + 2
     plan, lines = json.loads(proc.stdout[:end]), proc.stdout[end:].strip().splitlines()
     checks = [line.split(":")[0].split()[-1] for line in lines if line.startswith("preflight ")]
-    assert checks == ["GPUs", "attention", "model", "disk", "evaluator", "context"]
+    assert checks == ["GPUs", "attention", "overrides", "model", "disk", "evaluator", "context"]
     assert any(line.startswith("preflight fail model: Qwen/Qwen3-8B: HF_HUB_OFFLINE=1") for line in lines)
     assert plan["estimate"]["evaluator_per_grpo_step"]["programs"] == 2048
     assert set(plan["estimate"]["stages"]) >= {"GRPO", "trajectories (true and perturbed feedback)"}
+
+
+def test_a_relative_model_is_the_callers_directory(files):
+    """The stages run in the checkout: a --model relative to the caller's directory is made absolute
+    (as --taco and --lcb are), and the preflight checks that directory."""
+    model = files / "models/qwen3-8b"
+    model.mkdir(parents=True)
+    (model / "config.json").write_text("{}")
+    (model / "model.safetensors").write_bytes(b"\0" * 1000)
+    proc = reproduce(files, "--dry-run", "--model", "models/qwen3-8b")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    plan = json.loads(proc.stdout[: proc.stdout.index("\n}\n") + 2])
+    assert plan["base_model"] == str(model)
+    assert f"actor_rollout_ref.model.path={model}" in plan["grpo_command"]
+    assert f"preflight ok   model: local directory {model} (0.0 GB of weights)" in proc.stdout
+
+
+def test_the_preflight_flag_gates_a_job_on_the_checks(files):
+    """--preflight prints the checks only and exits 1 on any failed one (this machine has no GPU);
+    --dry-run keeps exiting 0 (the test above); a rehearsal's checks pass."""
+    proc = reproduce(files, "--preflight", env={"HF_HUB_OFFLINE": "1", "HF_HOME": str(files / "hf")})
+    assert proc.returncode == 1, proc.stderr[-2000:]
+    lines = proc.stdout.strip().splitlines()
+    assert lines and all(line.startswith("preflight ") for line in lines), proc.stdout[-2000:]
+    assert (
+        proc.stderr.strip()
+        .splitlines()[-1]
+        .startswith("error: the preflight failed: none here (no nvidia-smi)")
+    )
+    rehearsal = reproduce(files, "--preflight", "--rehearse")
+    assert rehearsal.returncode == 0, rehearsal.stdout[-2000:] + rehearsal.stderr[-2000:]
+    assert "preflight fail" not in rehearsal.stdout
 
 
 def test_a_real_run_stops_on_a_failed_check_before_its_first_stage_in_seconds(files, tmp_path):
