@@ -617,8 +617,9 @@ def main(argv=None) -> int:
     p.add_argument("--allow_overlap", action="store_true", help="train even on problems that are also "
                    "evaluated (same statement or tests); for experiments: the report says so first")  # fmt: skip
     p.add_argument("--address", default=None, help="a running Ray cluster (HOST:PORT) for every stage")
-    p.add_argument("--model", default=None, type=caller_path, help="the base model, which also writes the trajectories: a local "
-                   "directory (e.g. a downloaded copy) or a hub id (default: the chain config's, else the profile's)")  # fmt: skip
+    p.add_argument("--model", default=None, type=caller_path, help="the base model, which also writes the "
+                   "trajectories: a local directory (e.g. a downloaded copy; relative to this directory) or a hub "
+                   "id (default: the chain config's, else the profile's)")  # fmt: skip
     p.add_argument("--evaluator_config", default=None, help="configs/<name>.yaml of the evaluator for every stage "
                    "(default: the chain config's; evaluator_paper on a cluster with 80 free CPUs)")  # fmt: skip
     p.add_argument(

@@ -1,9 +1,11 @@
 """The paper run's preflight (cobalt/preflight.py): one line per check, a failure naming what to
-change; the dry run prints it with an estimate; a real run stops on a failure before its first stage,
-in seconds."""
+change; the dry run prints it with an estimate, ``--preflight`` exits 1 on a failure; a real run stops
+on a failure before its first stage, in seconds. And a small first GPU run: ``--max_problems N``, the
+engine's context (``--max_model_len``), a chain config of one's own that starts from ``paper``."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -14,7 +16,7 @@ import pytest
 
 from cobalt import preflight
 from cobalt.config import from_dict, load_config
-from cobalt.reproduce import Inputs, PaperConfig
+from cobalt.reproduce import Inputs, PaperConfig, with_engine_context
 from cobalt.train.profile import load_profile
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -130,8 +132,7 @@ def test_a_relative_model_is_the_callers_directory(files):
     (model / "config.json").write_text("{}")
     (model / "model.safetensors").write_bytes(b"\0" * 1000)
     proc = reproduce(files, "--dry-run", "--model", "models/qwen3-8b")
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    plan = json.loads(proc.stdout[: proc.stdout.index("\n}\n") + 2])
+    plan = plan_of(proc)
     assert plan["base_model"] == str(model)
     assert f"actor_rollout_ref.model.path={model}" in plan["grpo_command"]
     assert f"preflight ok   model: local directory {model} (0.0 GB of weights)" in proc.stdout
@@ -168,3 +169,39 @@ def test_a_real_run_stops_on_a_failed_check_before_its_first_stage_in_seconds(fi
     assert error.startswith("error: the preflight failed: none here (no nvidia-smi)")
     assert f"{model} has no config.json" in error  # --model: the local copy, checked
     assert not run_dir.exists()
+
+
+# ------------------------------------------------------------------------------ a small first GPU run
+def plan_of(proc: subprocess.CompletedProcess) -> dict:
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return json.loads(proc.stdout[: proc.stdout.index("\n}\n") + 2])
+
+
+def test_problems_and_the_engines_context_by_flag(files):
+    plan = plan_of(reproduce(files, "--dry-run", "--max_problems", "3", "--max_model_len", "16384"))
+    assert (plan["chain"]["max_problems"], plan["chain"]["max_model_len"]) == (3, 16384)
+    assert plan["context_budget"]["context"] == 16384  # the turns that fit, at that context
+
+
+def test_a_config_of_ones_own_extends_paper_by_name_and_a_missing_parent_is_one_line(files):
+    (files / "small.yaml").write_text("extends: paper\nmax_problems: 2\nmax_model_len: 32768\n")
+    chain = plan_of(reproduce(files, "--dry-run", "--config", "small.yaml"))["chain"]
+    assert (chain["max_problems"], chain["max_model_len"], chain["eval_turns"]) == (2, 32768, 8)
+    (files / "bad.yaml").write_text("extends: papr\n")
+    proc = reproduce(files, "--dry-run", "--config", "bad.yaml")
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.strip() == (
+        f"error: bad.yaml: extends: 'papr' names no config file (not papr.yaml nor {ROOT}/configs/papr.yaml)"
+    )
+
+
+def test_the_engine_of_every_stage_gets_the_context(tmp_path):
+    from cobalt.serve.engine import load_engine_config
+
+    cfg = from_dict(PaperConfig, load_config("paper"))
+    assert with_engine_context(cfg, tmp_path) == cfg  # not set: the engine config as it is
+    run_cfg = with_engine_context(dataclasses.replace(cfg, max_model_len=16384), tmp_path / "run")
+    assert run_cfg.engine_config == str(tmp_path / "run/engine.yaml")
+    engine = load_engine_config(run_cfg.engine_config).llm["engine_kwargs"]
+    paper = load_engine_config("engine_paper").llm["engine_kwargs"]
+    assert engine == {**paper, "max_model_len": 16384}
