@@ -55,9 +55,10 @@ def with_shell_plugins(profile: Profile, environ: dict[str, str]) -> Profile:
 
 
 def load_profile(name: str) -> Profile:
-    """``configs/train/<name>.yaml`` (or a path) with its ``extends`` chain merged."""
+    """``configs/train/<name>.yaml`` (or a path) with its ``extends`` chain merged (a profile of
+    one's own may start from a shipped one by its name)."""
     path = Path(name) if name.endswith((".yaml", ".yml")) else config_dir() / "train" / f"{name}.yaml"
-    data = load_config(path)
+    data = load_config(path, names=config_dir() / "train")
     unknown = sorted(set(data) - PROFILE_KEYS)
     if unknown:
         raise ConfigError(f"{path}: unknown key(s) {unknown}; expected some of {sorted(PROFILE_KEYS)}")
