@@ -45,7 +45,10 @@ def non_negative_float(text: str) -> float:
 
 def caller_path(text: str) -> str:
     """A file named relative to the caller's directory, made absolute (the chains run their stages
-    in the checkout); a name that is no local path (an embedded set, a hub name) is kept."""
+    in the checkout), also when missing if it is written as a path (``./x``, ``../x``, ``~/x``); a
+    name that is no local path (an embedded set, a hub name) is kept."""
     import os
 
-    return os.path.abspath(text) if os.path.exists(text) else text
+    if os.path.exists(text) or text.startswith(("./", "../", "~")):
+        return os.path.abspath(os.path.expanduser(text))
+    return text

@@ -24,13 +24,14 @@ def config_dir() -> Path:
     return Path(os.environ.get("COBALT_CONFIG_DIR") or Path(__file__).resolve().parents[1] / "configs")
 
 
-def load_config(name_or_path: str | os.PathLike) -> dict[str, Any]:
+def load_config(name_or_path: str | os.PathLike, names: Path | None = None) -> dict[str, Any]:
     """Load ``configs/<name>.yaml`` (or an explicit path) as a dict.
 
-    A file may start from another: ``extends: <name>`` names a file in its own directory (or a
-    path relative to it); the child's keys win and mappings merge key by key, so a child lists
-    only what it changes (a ``null`` value is kept: readers treat it as "not set")."""
-    return _load_chain(config_path(name_or_path), ())
+    A file may start from another: ``extends: <name>`` names a file in its own directory, else in
+    ``names`` (default ``configs/``; a path is relative to its directory); the child's keys win and
+    mappings merge key by key, so a child lists only what it changes (a ``null`` value is kept:
+    readers treat it as "not set")."""
+    return _load_chain(config_path(name_or_path), (), names or config_dir())
 
 
 def config_path(name_or_path: str | os.PathLike) -> Path:
@@ -39,7 +40,7 @@ def config_path(name_or_path: str | os.PathLike) -> Path:
     return path if path.suffix in (".yaml", ".yml") else config_dir() / f"{name_or_path}.yaml"
 
 
-def _load_chain(path: Path, seen: tuple[Path, ...]) -> dict[str, Any]:
+def _load_chain(path: Path, seen: tuple[Path, ...], names: Path) -> dict[str, Any]:
     if path.resolve() in seen:
         chain = " -> ".join(str(p) for p in (*seen, path.resolve()))
         raise ConfigError(f"{path}: configs extend each other in a cycle: {chain}")
@@ -49,8 +50,21 @@ def _load_chain(path: Path, seen: tuple[Path, ...]) -> dict[str, Any]:
         return data
     if not isinstance(parent, str) or not parent:
         raise ConfigError(f"{path}: 'extends' must name a config, got {parent!r}")
-    parent_path = path.parent / (parent if parent.endswith((".yaml", ".yml")) else f"{parent}.yaml")
-    return merge(_load_chain(parent_path, (*seen, path.resolve())), data)
+    return merge(_load_chain(parent_path(path, parent, names), (*seen, path.resolve()), names), data)
+
+
+def parent_path(path: Path, parent: str, names: Path) -> Path:
+    """The file ``extends: <parent>`` names: a path relative to ``path``'s directory, or a name, looked
+    up there and then in ``names`` (so a config of one's own may start from ``paper``)."""
+    file = parent if parent.endswith((".yaml", ".yml")) else f"{parent}.yaml"
+    candidates = [path.parent / file]
+    if "/" not in parent and path.parent.resolve() != names.resolve():
+        candidates.append(names / file)
+    for candidate in candidates:
+        if candidate.is_file():
+            return candidate
+    looked = " nor ".join(str(c) for c in candidates)
+    raise ConfigError(f"{path}: extends: {parent!r} names no config file (not {looked})")
 
 
 def _read_mapping(path: Path) -> dict[str, Any]:

@@ -1,11 +1,12 @@
-"""Checks of a paper run's needs, in seconds, before its first stage (and in ``--dry-run``), and an
-estimate of what it costs.
+"""Checks of a paper run's needs, in seconds, before its first stage (and in ``--dry-run`` and
+``--preflight``), and an estimate of what it costs.
 
 Each check is one line: ``ok``, ``warn`` (the run starts) or ``fail`` (a real run stops before its
 first stage), naming what to change. Checked: the GPUs and their driver against CUDA 13's minimum;
-the attention backend GRPO will use; the base model (also the trajectory model) as a local
-directory or a hub id the hub serves; free disk against the estimate; the evaluator a GRPO step
-needs; the context the evaluation's turns need against the engine's.
+the attention backend GRPO will use; veRL's config composed with GRPO's overrides; the base model
+(also the trajectory model) as a local directory with its weights or a hub id the hub serves; free
+disk against the estimate; the evaluator a GRPO step needs; the context the evaluation's turns need
+against the engine's.
 
 The estimate counts the problems of the input files and takes each answer at its budget
 (``max_tokens``): its tokens and disk are upper bounds. GPU-hours are at the throughputs below,
@@ -15,6 +16,7 @@ which are assumptions (no GPU was at hand to measure them); the evaluator's rate
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import os
 import shutil
@@ -99,6 +101,19 @@ def attention(profile_name: str, rehearse: bool, extra: list[str]):
     return choose(hydra_overrides(profile) + list(extra))
 
 
+def check_overrides(profile_overrides: dict, chosen, extra: list[str]) -> Check:
+    """veRL's config composed with the GRPO stage's overrides (the profile's, the attention's, the
+    user's), as main_ppo composes it: an unknown key or a sweep would stop GRPO hours into the run."""
+    from cobalt.train.profile import override, verl_config_error
+
+    own = [override(key, value) for key, value in profile_overrides.items()]
+    error = verl_config_error([*own, *chosen.overrides, *extra])
+    if error:
+        return Check("fail", "overrides", f"main_ppo would refuse them: {error}")
+    return Check("ok", "overrides", f"veRL's ppo_trainer config composes with the profile's {len(own)} and "
+                 f"your {len(extra)} override(s)")  # fmt: skip
+
+
 def check_attention(chosen) -> Check:
     level = "fail" if "does not import here, so the model will not load" in chosen.note else "ok"
     return Check(level, "attention", chosen.note.removeprefix("attention: "))
@@ -117,8 +132,11 @@ def check_model(model: str, rehearse: bool) -> Check:
             return Check(
                 "fail", what, f"{path} has no config.json: pass --model a Hugging Face model directory"
             )
-        size = sum(f.stat().st_size for f in path.glob("*.safetensors")) / 1e9
-        return Check("ok", what, f"local directory {path} ({size:.1f} GB of safetensors)")
+        size, problem = model_weights(path)
+        if problem:
+            return Check("fail", what, f"{path}: {problem}: finish the download (hf download OWNER/NAME "
+                         f"--local-dir {path}) or pass --model a complete model directory")  # fmt: skip
+        return Check("ok", what, f"local directory {path} ({size:.1f} GB of weights)")
     if model.startswith((".", "/", "~")) or model.count("/") != 1:
         return Check("fail", what, f"{model} is not a directory nor a hub id (owner/name): pass --model DIR")
     fetch = f"download it beforehand (hf download {model} --local-dir DIR; ~16 GB for an 8B model) and pass --model DIR"
@@ -136,6 +154,28 @@ def check_model(model: str, rehearse: bool) -> Check:
         reason = str(e).strip().splitlines()[0][:120] if str(e).strip() else type(e).__name__
         return Check("fail", what, f"{model}: the hub does not answer ({reason}): {fetch}")
     return Check("ok", what, f"{info.id} on the hub (downloaded at first use, ~16 GB for an 8B model)")
+
+
+def model_weights(path: Path) -> tuple[float, str | None]:
+    """GB of a model directory's weights (``*.safetensors``, ``*.bin``), and what makes them
+    incomplete (None: nothing): no weight file, an empty one, or a shard its index names missing."""
+    files = [f for pattern in ("*.safetensors", "*.bin") for f in sorted(path.glob(pattern))
+             if f.name != "training_args.bin"]  # fmt: skip
+    size = sum(f.stat().st_size for f in files) / 1e9
+    for index in sorted(path.glob("*.index.json")):
+        try:
+            shards = set(json.loads(index.read_text(encoding="utf-8"))["weight_map"].values())
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            return size, f"{index.name} is not a weight index (no weight_map)"
+        missing = sorted(name for name in shards if not (path / name).is_file())
+        if missing:
+            return size, f"{index.name} names {len(missing)} shard(s) not here ({', '.join(missing[:3])})"
+    if not files:
+        return size, "no weights (no *.safetensors nor *.bin file)"
+    empty = [f.name for f in files if f.stat().st_size == 0]
+    if empty:
+        return size, f"{len(empty)} empty weight file(s) ({', '.join(empty[:3])})"
+    return size, None
 
 
 # --------------------------------------------------------------------------------------- estimate
@@ -323,9 +363,11 @@ def checks(cfg, inputs, profile_overrides: dict, single_turn: bool, runs_root: P
     needed = int(profile_overrides.get("trainer.n_gpus_per_node", 1)) * int(
         profile_overrides.get("trainer.nnodes", 1)
     )
+    chosen = attention(inputs.profile, cfg.rehearse, cfg.grpo_overrides)
     return [
         check_gpus(needed, cfg.rehearse, inputs.address),
-        check_attention(attention(inputs.profile, cfg.rehearse, cfg.grpo_overrides)),
+        check_attention(chosen),
+        check_overrides(profile_overrides, chosen, cfg.grpo_overrides),
         check_model(str(cfg.model or profile_model(inputs.profile)), cfg.rehearse),
         check_disk(runs_root, 1 if cfg.rehearse else cost["total"]["disk_gb"]),
         check_evaluator(

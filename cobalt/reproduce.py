@@ -29,10 +29,13 @@ import sys
 import time
 from pathlib import Path
 
+import yaml
+
 from cobalt import preflight
-from cobalt.argtypes import caller_path
-from cobalt.config import from_dict, load_config
+from cobalt.argtypes import caller_path, positive_int
+from cobalt.config import config_path, from_dict, load_config
 from cobalt.data.sources import file_shape
+from cobalt.errors import ConfigError
 from cobalt.jsonl import read_jsonl
 from cobalt.stages import (
     ROOT,
@@ -54,7 +57,8 @@ class PaperConfig:
     model: str | None = None
     sampling: dict = dataclasses.field(default_factory=dict)
     taco_dev_ratio: float = 0.1
-    max_problems: int | None = None
+    max_problems: int | None = None  # the first N problems of each file: training and evaluation sets
+    max_model_len: int | None = None  # the engine's context; None: the engine config's
     trajectory_samples: int = 16
     trajectory_turns: int = 2
     bandit_turns: int = 3
@@ -183,9 +187,23 @@ def refuse_overlap(run: Run, inputs: Inputs, files: dict[str, Path]) -> list:
     return found
 
 
-def engine_context(engine_config: str) -> int | None:
+def engine_context(cfg: PaperConfig) -> int | None:
     """The engine's ``max_model_len``; ``None``: the model's own context window."""
-    return ((load_config(engine_config).get("llm") or {}).get("engine_kwargs") or {}).get("max_model_len")
+    engine = load_config(cfg.engine_config)
+    return cfg.max_model_len or ((engine.get("llm") or {}).get("engine_kwargs") or {}).get("max_model_len")
+
+
+def with_engine_context(cfg: PaperConfig, root: Path) -> PaperConfig:
+    """The chain's settings with ``max_model_len`` in its engine config: ``<run>/engine.yaml``, which
+    extends the configured one, is the engine config of every stage."""
+    if not cfg.max_model_len:
+        return cfg
+    engine = {"extends": str(config_path(cfg.engine_config).resolve()),
+              "llm": {"engine_kwargs": {"max_model_len": cfg.max_model_len}}}  # fmt: skip
+    path = root / "engine.yaml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump(engine, sort_keys=False))
+    return dataclasses.replace(cfg, engine_config=str(path))
 
 
 def trajectory_shape(path: Path | None) -> dict:
@@ -212,7 +230,7 @@ def write_setting(run: Run, inputs: Inputs, model: Path, evaluated: dict[str, Pa
         "eval_turns": cfg.eval_turns,
         **trajectory_shape(evaluated.get("trajectories")),
         "given_trajectories": bool(inputs.trajectories),
-        "context": engine_context(cfg.engine_config),
+        "context": engine_context(cfg),
         "max_problems": cfg.max_problems,
         "perturbed_mix": None if single_turn(inputs.profile) else "trajectories_perturbed" in evaluated,
         "perturbed_ratio": cfg.perturbed_ratio,
@@ -515,7 +533,7 @@ def context_budget(cfg: PaperConfig, inputs: Inputs) -> dict:
         {"TACO-dev": inputs.taco_dev} if inputs.taco_dev else {}
     )
     try:
-        return estimate(files, context=engine_context(cfg.engine_config), model=cfg.model or profile_model(inputs.profile),
+        return estimate(files, context=engine_context(cfg), model=cfg.model or profile_model(inputs.profile),
                         answer_budget=int(cfg.sampling.get("max_tokens", 6144)),
                         thinking=bool(cfg.sampling.get("enable_thinking")), turns=cfg.eval_turns)  # fmt: skip
     except DataError as e:
@@ -554,6 +572,16 @@ def missing_gpus(cfg: PaperConfig, inputs: Inputs) -> str | None:
             "run on a GPU node, join a cluster with --address, or rehearse on CPU with --rehearse")  # fmt: skip
 
 
+def print_preflight(found: list) -> bool:
+    """The checks' lines, and one ``error:`` line naming the failed ones; whether none failed."""
+    for check in found:
+        print(check, flush=True)
+    failed = [check.line for check in found if check.level == "fail"]
+    if failed:
+        print(f"error: the preflight failed: {'; '.join(failed)}", file=sys.stderr)
+    return not failed
+
+
 def main(argv=None) -> int:
     from cobalt.train.profile import split_overrides
 
@@ -589,8 +617,9 @@ def main(argv=None) -> int:
     p.add_argument("--allow_overlap", action="store_true", help="train even on problems that are also "
                    "evaluated (same statement or tests); for experiments: the report says so first")  # fmt: skip
     p.add_argument("--address", default=None, help="a running Ray cluster (HOST:PORT) for every stage")
-    p.add_argument("--model", default=None, help="the base model, which also writes the trajectories: a local "
-                   "directory (e.g. a downloaded copy) or a hub id (default: the chain config's, else the profile's)")  # fmt: skip
+    p.add_argument("--model", default=None, type=caller_path, help="the base model, which also writes the "
+                   "trajectories: a local directory (e.g. a downloaded copy; relative to this directory) or a hub "
+                   "id (default: the chain config's, else the profile's)")  # fmt: skip
     p.add_argument("--evaluator_config", default=None, help="configs/<name>.yaml of the evaluator for every stage "
                    "(default: the chain config's; evaluator_paper on a cluster with 80 free CPUs)")  # fmt: skip
     p.add_argument(
@@ -601,26 +630,35 @@ def main(argv=None) -> int:
         action="store_true",
         help="the same chain cut down for this CPU (configs/paper_rehearsal.yaml)",
     )
-    p.add_argument(
-        "--config",
-        default=None,
-        help="chain settings, configs/<name>.yaml (default: paper, or paper_rehearsal)",
-    )
+    p.add_argument("--config", default=None, help="chain settings: configs/<name>.yaml or a YAML file of your own, "
+                   "which may start from one (extends: paper) (default: paper, or paper_rehearsal)")  # fmt: skip
+    p.add_argument("--max_problems", type=positive_int, default=None, help="a smaller run: the first N problems of "
+                   "each problem file, the training set and the evaluation sets (TACO-dev, LiveCodeBench) alike, "
+                   "so its Pass@1 is not the paper's (the report says so)")  # fmt: skip
+    p.add_argument("--max_model_len", type=positive_int, default=None, help="the inference engine's context in "
+                   "tokens, for trajectories and evaluation (default: the engine config's; engine_paper: the "
+                   "model's own window)")  # fmt: skip
     p.add_argument("--run_dir", default=None, help="run directory (default: resume the newest unfinished run of "
                    "this profile under runs/paper/, else a new one)")  # fmt: skip
     p.add_argument("--new", action="store_true", help="start a new run even if an unfinished one exists")
     p.add_argument(
         "--dry-run",
         action="store_true",
-        help="print the settings of every stage and the GPUs needed; run nothing",
+        help="print the settings of every stage, the GPUs needed and the preflight's checks; run nothing "
+        "(exit 0 whatever the checks say)",
     )
+    p.add_argument("--preflight", action="store_true", help="run the preflight's checks only and exit 1 if "
+                   "any fails, 0 otherwise: a gate for a job script (with --dry-run: the settings too)")  # fmt: skip
     args = p.parse_args(argv)
     config = args.config or ("paper_rehearsal" if args.rehearse else "paper")
-    cfg = from_dict(PaperConfig, load_config(config), source=f"configs/{config}")
-    if args.evaluator_config:
-        cfg = dataclasses.replace(cfg, evaluator_config=args.evaluator_config)
-    if args.model:
-        cfg = dataclasses.replace(cfg, model=args.model)
+    try:
+        cfg = from_dict(PaperConfig, load_config(config), source=str(config_path(config)))
+    except ConfigError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    given = {"evaluator_config": args.evaluator_config, "model": args.model, "max_problems": args.max_problems,
+             "max_model_len": args.max_model_len}  # fmt: skip
+    cfg = dataclasses.replace(cfg, **{key: value for key, value in given.items() if value})
     if grpo_overrides:
         from cobalt.train.profile import override_error
 
@@ -639,30 +677,30 @@ def main(argv=None) -> int:
         args.allow_overlap,
         args.trajectories_perturbed,
     )
-    if args.dry_run:
-        plan = dry_run_plan(cfg, inputs)
-        print(json.dumps(plan, indent=1))
-        if not cfg.rehearse and not args.address and plan["gpus"]["detected_here"] == 0:
-            print(f"no GPU here: this run needs {plan['gpus']['total']} (--rehearse runs the chain on CPU)")
-        for check in preflight_checks(cfg, inputs, args.run_dir, plan["context_budget"], plan["estimate"]):
-            print(check)
-        return 0
+    if args.dry_run or args.preflight:
+        plan = dry_run_plan(cfg, inputs) if args.dry_run else {}
+        if plan:
+            print(json.dumps(plan, indent=1))
+            if not cfg.rehearse and not args.address and plan["gpus"]["detected_here"] == 0:
+                print(
+                    f"no GPU here: this run needs {plan['gpus']['total']} (--rehearse runs the chain on CPU)"
+                )
+        budget = plan["context_budget"] if plan else context_budget(cfg, inputs)
+        passed = print_preflight(preflight_checks(cfg, inputs, args.run_dir, budget, plan.get("estimate")))
+        return 1 if args.preflight and not passed else 0
     if args.trajectories_perturbed and not args.trajectories:
         p.error("--trajectories_perturbed goes with --trajectories")
     missing = missing_gpus(cfg, inputs)
     if missing:
         print(f"error: {missing}", file=sys.stderr)
         return 2
-    if not cfg.rehearse:  # in seconds, before the first stage: what would stop the run hours in
-        found = preflight_checks(cfg, inputs, args.run_dir, context_budget(cfg, inputs))
-        for check in found:
-            print(check, flush=True)
-        failed = [check.line for check in found if check.level == "fail"]
-        if failed:
-            print(f"error: the preflight failed: {'; '.join(failed)}", file=sys.stderr)
-            return 2
+    # in seconds, before the first stage: what would stop the run hours in
+    if not cfg.rehearse and not print_preflight(
+        preflight_checks(cfg, inputs, args.run_dir, context_budget(cfg, inputs))
+    ):
+        return 2
     root = pick_run_dir(ROOT / "runs/paper" / args.profile, args.run_dir, args.new)
-    run = Run(root, cfg, args.profile, name="paper")
+    run = Run(root, with_engine_context(cfg, root), args.profile, name="paper")
     return run_to_report(run, lambda run: run_chain(run, inputs))
 
 

@@ -3,6 +3,7 @@
 # GRPO with a training profile -> LiveCodeBench and TACO-dev evaluation, beside the paper's table.
 #   bash scripts/reproduce_paper.sh --profile multi_turn_qwen3_8b --taco TACO.parquet --lcb test6.jsonl
 #   bash scripts/reproduce_paper.sh ... --dry-run     # every stage's settings and the GPUs it needs
+#   bash scripts/reproduce_paper.sh ... --preflight   # the checks only: exit 1 if one fails (a job's gate)
 #   bash scripts/reproduce_paper.sh ... --rehearse    # the same chain cut down for a CPU
 #   bash scripts/reproduce_paper.sh ... -- KEY=VALUE  # hydra overrides for the GRPO stage (after the profile's)
 # Re-running resumes the newest unfinished run under runs/paper/<profile>/.

@@ -28,11 +28,29 @@ def test_extends_errors_name_the_file(tmp_path):
     with pytest.raises(ConfigError, match="cycle"):
         load_config(tmp_path / "a.yaml")
     (tmp_path / "orphan.yaml").write_text("extends: missing\n")
-    with pytest.raises(ConfigError, match=r"missing\.yaml: config file does not exist"):
+    with pytest.raises(
+        ConfigError, match=r"orphan\.yaml: extends: 'missing' names no config file \(not .*missing\.yaml"
+    ):
         load_config(tmp_path / "orphan.yaml")
     (tmp_path / "latin1.yaml").write_bytes(b"name: caf\xe9\n")
     with pytest.raises(ConfigError, match=r"latin1\.yaml: not UTF-8"):
         load_config(tmp_path / "latin1.yaml")
+
+
+def test_a_config_of_ones_own_extends_a_shipped_one_by_name(tmp_path):
+    """A name is looked up beside the file, then in configs/ (a path stays relative to the file)."""
+    (tmp_path / "small.yaml").write_text("extends: paper\nmax_problems: 20\n")
+    small = load_config(tmp_path / "small.yaml")
+    assert small["max_problems"] == 20 and small["eval_turns"] == load_config("paper")["eval_turns"]
+    (tmp_path / "paper.yaml").write_text("eval_turns: 1\n")  # beside the file: that one
+    assert load_config(tmp_path / "small.yaml")["eval_turns"] == 1
+    from cobalt.train.profile import load_profile  # a training profile: by name in configs/train/
+
+    (tmp_path / "mine.yaml").write_text(
+        "extends: multi_turn_qwen3_8b\noverrides: {trainer.total_epochs: 2}\n"
+    )
+    mine, shipped = load_profile(str(tmp_path / "mine.yaml")), load_profile("multi_turn_qwen3_8b")
+    assert mine.overrides == {**shipped.overrides, "trainer.total_epochs": 2}
 
 
 def test_the_paper_engine_config_builds_a_gpu_llm_config_without_the_cpu_settings():

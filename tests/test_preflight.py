@@ -1,9 +1,11 @@
 """The paper run's preflight (cobalt/preflight.py): one line per check, a failure naming what to
-change; the dry run prints it with an estimate; a real run stops on a failure before its first stage,
-in seconds."""
+change; the dry run prints it with an estimate, ``--preflight`` exits 1 on a failure; a real run stops
+on a failure before its first stage, in seconds. And a small first GPU run: ``--max_problems N``, the
+engine's context (``--max_model_len``), a chain config of one's own that starts from ``paper``."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -14,7 +16,7 @@ import pytest
 
 from cobalt import preflight
 from cobalt.config import from_dict, load_config
-from cobalt.reproduce import Inputs, PaperConfig
+from cobalt.reproduce import Inputs, PaperConfig, with_engine_context
 from cobalt.train.profile import load_profile
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -37,6 +39,7 @@ def test_the_model_is_a_local_directory_or_a_hub_id_it_can_reach(tmp_path, monke
     empty = preflight.check_model(str(model), False)
     assert empty.level == "fail" and "no config.json" in empty.line
     (model / "config.json").write_text("{}")
+    (model / "model.safetensors").write_bytes(b"\0" * 1000)
     assert preflight.check_model(str(model), False).level == "ok"
     assert preflight.check_model(str(tmp_path / "missing"), False).level == "fail"
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
@@ -45,6 +48,29 @@ def test_the_model_is_a_local_directory_or_a_hub_id_it_can_reach(tmp_path, monke
     assert (
         offline.level == "fail" and "not in the hub cache" in offline.line and "--model DIR" in offline.line
     )
+
+
+def test_a_model_directory_without_all_its_weights_fails(tmp_path):
+    """A half-finished download: no weight file, an empty one, or a shard its index names missing."""
+    model = tmp_path / "qwen3-8b"
+    model.mkdir()
+    (model / "config.json").write_text("{}")
+
+    def line():
+        check = preflight.check_model(str(model), False)
+        return check.line if check.level == "fail" else None
+
+    assert "no weights (no *.safetensors nor *.bin file)" in line() and "hf download" in line()
+    (model / "model-00001-of-00002.safetensors").write_bytes(b"")
+    assert "1 empty weight file(s) (model-00001-of-00002.safetensors)" in line()
+    (model / "model-00001-of-00002.safetensors").write_bytes(b"\0" * 1000)
+    shards = {"a": "model-00001-of-00002.safetensors", "b": "model-00002-of-00002.safetensors"}
+    (model / "model.safetensors.index.json").write_text(json.dumps({"weight_map": shards}))
+    assert (
+        "model.safetensors.index.json names 1 shard(s) not here (model-00002-of-00002.safetensors)" in line()
+    )
+    (model / "model-00002-of-00002.safetensors").write_bytes(b"\0" * 1000)
+    assert line() is None
 
 
 def test_the_estimate_counts_the_files_and_a_grpo_steps_evaluator_load(tmp_path):
@@ -92,10 +118,41 @@ def test_the_dry_run_prints_the_preflight_and_the_estimate(files):
     end = proc.stdout.index("\n}\n") + 2
     plan, lines = json.loads(proc.stdout[:end]), proc.stdout[end:].strip().splitlines()
     checks = [line.split(":")[0].split()[-1] for line in lines if line.startswith("preflight ")]
-    assert checks == ["GPUs", "attention", "model", "disk", "evaluator", "context"]
+    assert checks == ["GPUs", "attention", "overrides", "model", "disk", "evaluator", "context"]
     assert any(line.startswith("preflight fail model: Qwen/Qwen3-8B: HF_HUB_OFFLINE=1") for line in lines)
     assert plan["estimate"]["evaluator_per_grpo_step"]["programs"] == 2048
     assert set(plan["estimate"]["stages"]) >= {"GRPO", "trajectories (true and perturbed feedback)"}
+
+
+def test_a_relative_model_is_the_callers_directory(files):
+    """The stages run in the checkout: a --model relative to the caller's directory is made absolute
+    (as --taco and --lcb are), and the preflight checks that directory."""
+    model = files / "models/qwen3-8b"
+    model.mkdir(parents=True)
+    (model / "config.json").write_text("{}")
+    (model / "model.safetensors").write_bytes(b"\0" * 1000)
+    proc = reproduce(files, "--dry-run", "--model", "models/qwen3-8b")
+    plan = plan_of(proc)
+    assert plan["base_model"] == str(model)
+    assert f"actor_rollout_ref.model.path={model}" in plan["grpo_command"]
+    assert f"preflight ok   model: local directory {model} (0.0 GB of weights)" in proc.stdout
+
+
+def test_the_preflight_flag_gates_a_job_on_the_checks(files):
+    """--preflight prints the checks only and exits 1 on any failed one (this machine has no GPU);
+    --dry-run keeps exiting 0 (the test above); a rehearsal's checks pass."""
+    proc = reproduce(files, "--preflight", env={"HF_HUB_OFFLINE": "1", "HF_HOME": str(files / "hf")})
+    assert proc.returncode == 1, proc.stderr[-2000:]
+    lines = proc.stdout.strip().splitlines()
+    assert lines and all(line.startswith("preflight ") for line in lines), proc.stdout[-2000:]
+    assert (
+        proc.stderr.strip()
+        .splitlines()[-1]
+        .startswith("error: the preflight failed: none here (no nvidia-smi)")
+    )
+    rehearsal = reproduce(files, "--preflight", "--rehearse")
+    assert rehearsal.returncode == 0, rehearsal.stdout[-2000:] + rehearsal.stderr[-2000:]
+    assert "preflight fail" not in rehearsal.stdout
 
 
 def test_a_real_run_stops_on_a_failed_check_before_its_first_stage_in_seconds(files, tmp_path):
@@ -112,3 +169,39 @@ def test_a_real_run_stops_on_a_failed_check_before_its_first_stage_in_seconds(fi
     assert error.startswith("error: the preflight failed: none here (no nvidia-smi)")
     assert f"{model} has no config.json" in error  # --model: the local copy, checked
     assert not run_dir.exists()
+
+
+# ------------------------------------------------------------------------------ a small first GPU run
+def plan_of(proc: subprocess.CompletedProcess) -> dict:
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return json.loads(proc.stdout[: proc.stdout.index("\n}\n") + 2])
+
+
+def test_problems_and_the_engines_context_by_flag(files):
+    plan = plan_of(reproduce(files, "--dry-run", "--max_problems", "3", "--max_model_len", "16384"))
+    assert (plan["chain"]["max_problems"], plan["chain"]["max_model_len"]) == (3, 16384)
+    assert plan["context_budget"]["context"] == 16384  # the turns that fit, at that context
+
+
+def test_a_config_of_ones_own_extends_paper_by_name_and_a_missing_parent_is_one_line(files):
+    (files / "small.yaml").write_text("extends: paper\nmax_problems: 2\nmax_model_len: 32768\n")
+    chain = plan_of(reproduce(files, "--dry-run", "--config", "small.yaml"))["chain"]
+    assert (chain["max_problems"], chain["max_model_len"], chain["eval_turns"]) == (2, 32768, 8)
+    (files / "bad.yaml").write_text("extends: papr\n")
+    proc = reproduce(files, "--dry-run", "--config", "bad.yaml")
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.strip() == (
+        f"error: bad.yaml: extends: 'papr' names no config file (not papr.yaml nor {ROOT}/configs/papr.yaml)"
+    )
+
+
+def test_the_engine_of_every_stage_gets_the_context(tmp_path):
+    from cobalt.serve.engine import load_engine_config
+
+    cfg = from_dict(PaperConfig, load_config("paper"))
+    assert with_engine_context(cfg, tmp_path) == cfg  # not set: the engine config as it is
+    run_cfg = with_engine_context(dataclasses.replace(cfg, max_model_len=16384), tmp_path / "run")
+    assert run_cfg.engine_config == str(tmp_path / "run/engine.yaml")
+    engine = load_engine_config(run_cfg.engine_config).llm["engine_kwargs"]
+    paper = load_engine_config("engine_paper").llm["engine_kwargs"]
+    assert engine == {**paper, "max_model_len": 16384}

@@ -48,3 +48,38 @@ def test_an_override_hydra_would_refuse_stops_at_once_naming_it(files):
     proc = reproduce(files, "--dry-run", "--", "trainer.project_name=a=b")
     assert proc.returncode == 2
     assert "after --: 'trainer.project_name=a=b' is not a hydra override" in proc.stderr
+
+
+def test_a_sweep_override_stops_at_once_naming_it_and_how_to_quote_it(files):
+    """main_ppo composes in hydra's run mode, which refuses a sweep ("Ambiguous value") at the GRPO
+    stage, hours into the chain: it is refused here, before the dry run and the preflight."""
+    for flag in ("--dry-run", "--preflight"):
+        proc = reproduce(files, flag, "--", "trainer.experiment_name=a,b")
+        assert proc.returncode == 2, proc.stdout[-2000:]
+        error = proc.stderr.strip().splitlines()[-1]
+        assert "after --: 'trainer.experiment_name=a,b' is a sweep" in error
+        assert (
+            "\"trainer.experiment_name='a,b'\"" in error
+        )  # the override as one string, quoted for the shell
+        assert "trainer.experiment_name=[a,b]" in error  # or as a list
+
+
+@pytest.mark.parametrize(
+    "item", ["k=a,b", "k=choice(a,b)", "k=range(1,3)", "k=interval(0,1)", "k=glob(*)", "+k=1,2"]
+)
+def test_every_kind_of_sweep_is_refused_and_one_value_is_not(item):
+    from cobalt.train.profile import override_error
+
+    assert "is a sweep" in override_error(item)
+    assert override_error("k='a,b'") is None and override_error("k=[a,b]") is None
+
+
+def test_an_override_verls_config_refuses_fails_the_preflight_naming_it(files):
+    proc = reproduce(files, "--dry-run", "--", "trainer.no_such_key=1")
+    assert proc.returncode == 0, proc.stderr[-2000:]  # the dry run reads the settings; --preflight gates
+    (line,) = [line for line in proc.stdout.splitlines() if line.startswith("preflight fail overrides")]
+    assert "Could not override 'trainer.no_such_key'" in line and "+trainer.no_such_key=1" in line
+    ok = reproduce(files, "--dry-run", "--", "+trainer.no_such_key=1")
+    assert any(line.startswith("preflight ok   overrides") for line in ok.stdout.splitlines()), ok.stdout[
+        -2000:
+    ]

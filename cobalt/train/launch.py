@@ -36,6 +36,7 @@ from cobalt.train.profile import (
     Profile,
     hydra_overrides,
     load_profile,
+    override_error,
     override_value,
     with_shell_plugins,
     within_evaluator_capacity,
@@ -286,6 +287,9 @@ def main(argv=None) -> int:
     args, extra = parser.parse_known_args(argv)
     if args.rehearse_prompts and not args.rehearse:
         parser.error("--rehearse_prompts needs --rehearse")
+    for item in extra:  # main_ppo would refuse it after the cluster and the evaluator are up
+        if override_error(item):
+            parser.error(override_error(item))
     logger = args.logger.split(",") if args.logger else None
     profile = load_profile(args.profile)
     if args.evaluator_config:

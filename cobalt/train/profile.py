@@ -55,9 +55,10 @@ def with_shell_plugins(profile: Profile, environ: dict[str, str]) -> Profile:
 
 
 def load_profile(name: str) -> Profile:
-    """``configs/train/<name>.yaml`` (or a path) with its ``extends`` chain merged."""
+    """``configs/train/<name>.yaml`` (or a path) with its ``extends`` chain merged (a profile of
+    one's own may start from a shipped one by its name)."""
     path = Path(name) if name.endswith((".yaml", ".yml")) else config_dir() / "train" / f"{name}.yaml"
-    data = load_config(path)
+    data = load_config(path, names=config_dir() / "train")
     unknown = sorted(set(data) - PROFILE_KEYS)
     if unknown:
         raise ConfigError(f"{path}: unknown key(s) {unknown}; expected some of {sorted(PROFILE_KEYS)}")
@@ -65,24 +66,55 @@ def load_profile(name: str) -> Profile:
     return Profile(name=path.stem, **data)
 
 
-def format_value(value: Any) -> str:
-    """A YAML value as hydra's override grammar reads it back unchanged: a string is written bare
-    where hydra would read the bare text as that same string, and quoted otherwise (``run, v2`` would
-    be a sweep, ``a=b`` a parse error, ``null``, ``1e-4`` and ``[1]`` another type)."""
+def format_value(value: Any, element: bool = False) -> str:
+    """A YAML value as hydra's override grammar, then OmegaConf, read it back unchanged: a string is
+    written bare where hydra would read the bare text as that same string, and quoted otherwise
+    (``run, v2`` would be a sweep, ``a=b`` a parse error, ``null``, ``1e-4`` and ``[1]`` another
+    type); inside a list or dict (``element``) by the rules of an element there; an interpolation
+    (``${...}``) is escaped, as OmegaConf would resolve it (``escape_interpolations``)."""
     if isinstance(value, bool):
         return "true" if value else "false"
     if value is None:
         return "null"
     if isinstance(value, (list, tuple)):
-        return "[" + ",".join(format_value(v) for v in value) + "]"
+        return "[" + ",".join(format_value(v, element=True) for v in value) + "]"
     if isinstance(value, dict):
-        return "{" + ",".join(f"{k}:{format_value(v)}" for k, v in value.items()) + "}"
+        return (
+            "{" + ",".join(f"{dict_key(k)}:{format_value(v, element=True)}" for k, v in value.items()) + "}"
+        )
     if isinstance(value, float):
         return repr(value)
     if isinstance(value, int):
         return str(value)
-    text = str(value)
-    return text if _reads_back(text) else quote(text)
+    text = escape_interpolations(str(value))
+    return text if _reads_back(text, element) else quote(text)
+
+
+def escape_interpolations(text: str) -> str:
+    """``text`` with each ``${`` escaped for OmegaConf twice: main_ppo resolves the composed config
+    (``OmegaConf.resolve``), which stores an escaped ``${`` unescaped, and reading it resolves again.
+    OmegaConf takes backslashes as escapes only before ``${``: n of them become 4n + 3."""
+    return re.sub(r"(\\*)\$\{", lambda m: m.group(1) * 4 + "\\" * 3 + "${", text)
+
+
+DICT_KEY_ESCAPES = "\\()[]{}:=, \t"  # characters hydra's dict keys take after a backslash
+
+
+def dict_key(key: Any) -> str:
+    """A dict key as hydra reads it back (keys cannot be quoted: special characters are escaped);
+    ConfigError for a key hydra would read as another value (``null``, ``1``, ``true``) or cannot read."""
+    text = str(key).lower() if isinstance(key, bool) else str(key)
+    if isinstance(key, str):
+        text = "".join("\\" + c if c in DICT_KEY_ESCAPES else c for c in key)
+    try:
+        (parsed,) = _override_parser().parse_override(f"k={{{text}:0}}").value()
+        read = f"reads it as {parsed!r}"
+    except Exception:  # outside the grammar (an empty key, a non-ASCII letter)
+        parsed, read = None, "refuses it"
+    if parsed != key or type(parsed) is not type(key):
+        raise ConfigError(f"dict key {key!r} cannot be written as a hydra dict key (hydra {read}): "
+                          "rename it")  # fmt: skip
+    return text
 
 
 @functools.lru_cache(maxsize=1)
@@ -92,12 +124,16 @@ def _override_parser():
     return OverridesParser.create()
 
 
-def _reads_back(text: str) -> bool:
-    """Whether hydra reads ``key=<text>`` as the string ``text`` itself."""
+def _reads_back(text: str, element: bool = False) -> bool:
+    """Whether hydra reads ``key=<text>`` (``key=[<text>]``: an ``element``) as the string ``text``."""
     try:
-        parsed = _override_parser().parse_override(f"k={text}").value()
+        parsed = _override_parser().parse_override(f"k=[{text}]" if element else f"k={text}").value()
     except Exception:  # hydra's grammar refuses it (e.g. a second "=")
         return False
+    if element:
+        return (
+            isinstance(parsed, list) and len(parsed) == 1 and isinstance(parsed[0], str) and parsed[0] == text
+        )
     return isinstance(parsed, str) and parsed == text
 
 
@@ -189,10 +225,38 @@ def override_error(item: str) -> str | None:
     if "=" not in item and not item.startswith("~"):
         return f"{item!r} is not a hydra override: expected key=value (e.g. +{ATTENTION_KEY}=sdpa)"
     try:
-        _override_parser().parse_override(item)
+        parsed = _override_parser().parse_override(item)
     except Exception as e:
         reason = str(e).strip().splitlines()[-1] if str(e).strip() else type(e).__name__
         return f"{item!r} is not a hydra override: {reason} (quote a value with ',' or '=' as 'value')"
+    if parsed.is_sweep_override():  # main_ppo composes in run mode: "Ambiguous value"
+        key, _, value = item.partition("=")
+        as_list = f", or as a list: {key}=[{value}]" if "," in value and "(" not in value else ""
+        return (f"{item!r} is a sweep for hydra, which GRPO's main_ppo refuses ('Ambiguous value'): "
+                f"pass one string quoted, \"{key}={quote(value)}\"{as_list}")  # fmt: skip
+    return None
+
+
+def verl_config_error(overrides: list[str]) -> str | None:
+    """Why veRL's ``main_ppo`` would refuse ``overrides`` when it composes its ``ppo_trainer``
+    config with them (hydra's message, one line), or None; veRL itself is not imported."""
+    import importlib.util
+
+    from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+
+    spec = importlib.util.find_spec("verl")
+    if spec is None:
+        return "veRL is not installed (bash scripts/setup.sh installs it)"
+    config_dir = Path(spec.submodule_search_locations[0]) / "trainer/config"
+    GlobalHydra.instance().clear()
+    try:
+        with initialize_config_dir(config_dir=str(config_dir), version_base=None):
+            compose(config_name="ppo_trainer", overrides=list(overrides))
+    except Exception as e:
+        return "; ".join(line.strip() for line in str(e).splitlines() if line.strip()) or type(e).__name__
+    finally:
+        GlobalHydra.instance().clear()
     return None
 
 
