@@ -49,3 +49,12 @@ def caller_path(text: str) -> str:
     import os
 
     return os.path.abspath(text) if os.path.exists(text) else text
+
+
+def existing_file(text: str) -> str:
+    """A file that must exist, named relative to the caller's directory: made absolute."""
+    import os
+
+    if not os.path.isfile(text):
+        raise argparse.ArgumentTypeError(f"{os.path.abspath(text)}: no such file")
+    return os.path.abspath(text)
