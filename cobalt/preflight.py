@@ -331,7 +331,8 @@ def check_context(budget: dict) -> Check:
     context = budget.get("context")
     if not context:
         return Check("warn", "context", f"the last of {budget['turns']} turns needs up to {needed:,} tokens ({name}); "
-                     f"the model's context is {budget.get('context_from')}")  # fmt: skip
+                     f"the model's context is {budget.get('context_from')}: its config.json's "
+                     f"max_position_embeddings should hold {needed:,}")  # fmt: skip
     cut = {n: e.get("problems_that_may_be_cut", 0) for n, e in budget["files"].items()}
     if any(cut.values()):
         shown = ", ".join(f"{v} of {budget['files'][n]['problems']} in {n}" for n, v in cut.items() if v)
