@@ -12,7 +12,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from cobalt.errors import DataError
-from cobalt.jsonl import read_numbered_jsonl
+from cobalt.jsonl import checked_record, read_numbered_jsonl
 
 LOCAL_SUFFIXES = (".jsonl", ".json", ".parquet")
 
@@ -88,12 +88,7 @@ def _iter_json_array(path: Path, required: tuple, chunk_chars: int = 1 << 22) ->
                     continue
                 raise DataError(f"invalid JSON ({e.msg})", path=path, line=row + 1) from None
             row, pos = row + 1, end
-            if not isinstance(record, dict):
-                raise DataError(f"expected a JSON object, got {type(record).__name__}", path=path, line=row)
-            for field in required:
-                if field not in record:
-                    raise DataError("missing", path=path, line=row, field=field)
-            yield row, record
+            yield row, checked_record(record, required, path, row)
 
 
 def _iter_parquet(path: Path, required: tuple) -> Iterator[tuple[int, dict]]:
@@ -104,10 +99,7 @@ def _iter_parquet(path: Path, required: tuple) -> Iterator[tuple[int, dict]]:
     except Exception as e:  # pyarrow raises several types for a damaged file
         raise DataError(f"cannot read parquet ({e})", path=path) from None
     for row, record in enumerate(table.to_pylist(), start=1):
-        for field in required:
-            if field not in record:
-                raise DataError("missing", path=path, line=row, field=field)
-        yield row, record
+        yield row, checked_record(record, required, path, row)
 
 
 def _iter_hub(name: str, split: str, required: tuple) -> Iterator[tuple[int, dict]]:
