@@ -567,7 +567,7 @@ def main(argv=None) -> int:
         "--taco",
         required=True,
         type=existing_file,
-        help="TACO-verified as it ships (JSONL or parquet; split seeded here), or processed problem records "
+        help="TACO-verified as it ships (taco_verified.json, a JSON array; or JSONL, parquet; split seeded here), or processed problem records "
         "such as the authors' TACO-Cobalt train file (with --taco_dev: used as given, nothing re-split)",
     )
     p.add_argument("--lcb", required=True, type=existing_file, help="LiveCodeBench test6.jsonl as it ships")
