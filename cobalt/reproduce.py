@@ -487,7 +487,7 @@ def dry_run_plan(cfg: PaperConfig, inputs: Inputs) -> dict:
         "base_model": cfg.model or profile_model(inputs.profile),
         "single_turn": single_turn(inputs.profile),
         "chain": dataclasses.asdict(cfg) | {"paper": cfg.paper.get(inputs.profile)},
-        "grpo": {k: overrides.get(k, "(veRL default)") for k in keys},
+        "grpo": {k: preflight.grpo_setting(overrides, cfg.grpo_overrides, k, "(veRL default)") for k in keys},
         "grpo_command": [str(word) for word in command],
         "attention": preflight.attention(inputs.profile, cfg.rehearse, cfg.grpo_overrides).note,
         "context_budget": context_budget(cfg, inputs),

@@ -175,3 +175,19 @@ def test_the_gpu_count_follows_the_overrides_and_inference_uses_every_gpu(tmp_pa
         4,
         2,
     )
+
+
+def test_the_dry_runs_gpus_follow_the_overrides(tmp_path, monkeypatch):
+    from cobalt.reproduce import dry_run_plan
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    taco, lcb = tmp_path / "taco.jsonl", tmp_path / "lcb.jsonl"
+    taco.write_text("{}\n" * 10)
+    lcb.write_text("{}\n" * 2)
+    cfg = dataclasses.replace(
+        from_dict(PaperConfig, load_config("paper")), grpo_overrides=["trainer.nnodes=2"]
+    )
+    plan = dry_run_plan(cfg, Inputs("multi_turn_qwen3_8b", str(taco), str(lcb)))
+    assert (plan["gpus"]["per_node"], plan["gpus"]["nodes"], plan["gpus"]["total"]) == (4, 2, 8)
+    assert plan["grpo"]["trainer.nnodes"] == "2" and plan["estimate"]["total"]["gpus"]["training"] == 8
