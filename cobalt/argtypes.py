@@ -52,3 +52,12 @@ def caller_path(text: str) -> str:
     if os.path.exists(text) or text.startswith(("./", "../", "~")):
         return os.path.abspath(os.path.expanduser(text))
     return text
+
+
+def existing_file(text: str) -> str:
+    """A file that must exist, named relative to the caller's directory: made absolute."""
+    import os
+
+    if not os.path.isfile(text):
+        raise argparse.ArgumentTypeError(f"{os.path.abspath(text)}: no such file")
+    return os.path.abspath(text)

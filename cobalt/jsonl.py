@@ -44,12 +44,17 @@ def read_numbered_jsonl(path: str | os.PathLike, required: Iterable[str] = ()) -
             record = json.loads(line)
         except json.JSONDecodeError as e:
             raise DataError(f"invalid JSON ({e.msg} at column {e.colno})", path=path, line=lineno) from None
-        if not isinstance(record, dict):
-            raise DataError(f"expected a JSON object, got {type(record).__name__}", path=path, line=lineno)
-        for field in required:
-            if field not in record:
-                raise DataError("missing", path=path, line=lineno, field=field)
-        yield lineno, record
+        yield lineno, checked_record(record, required, path, lineno)
+
+
+def checked_record(record, required: Iterable[str], path, line: int) -> dict:
+    """``record``, a JSON object holding every ``required`` field, or DataError naming the field."""
+    if not isinstance(record, dict):
+        raise DataError(f"expected a JSON object, got {type(record).__name__}", path=path, line=line)
+    for field in required:
+        if field not in record:
+            raise DataError("missing", path=path, line=line, field=field)
+    return record
 
 
 def _numbered_lines(path: Path) -> Iterator[tuple[int, str]]:

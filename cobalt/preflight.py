@@ -33,7 +33,6 @@ GENERATED_TOKENS_PER_GPU_S = 2500  # vLLM, many sequences at once
 TRAINED_TOKENS_PER_GPU_S = 4000  # FSDP: old and reference log-probs, forward and backward
 MEAN_ANSWER_SHARE = 0.5  # an answer's mean length, as a share of max_tokens, for GPU-hours
 BYTES_PER_TOKEN = 4  # text kept in JSONL records (UTF-8, ~4 characters a token)
-ASSUMED_PROBLEMS = {"train": 1000, "dev": 100, "lcb": 200}  # where a file cannot be counted
 MAX_BANDIT_PER_PROBLEM = 4  # max-variance selection: at most 4 partial contexts a problem
 
 
@@ -179,40 +178,67 @@ def model_weights(path: Path) -> tuple[float, str | None]:
 
 
 # --------------------------------------------------------------------------------------- estimate
-def count_problems(path: str | None) -> int | None:
-    """Records in a JSONL or parquet file, or None when it cannot be read."""
-    if not path or not Path(path).is_file():
-        return None
+def count_problems(path: str) -> int:
+    """Records in a JSONL or parquet file or a JSON array; a file that cannot be read is an error
+    naming it (:class:`~cobalt.errors.DataError`)."""
+    from cobalt.data.sources import is_json_array, iter_local
+    from cobalt.errors import DataError
+
+    if not Path(path).is_file():
+        raise DataError("no such file", path=path)
     try:
         if str(path).endswith(".parquet"):
             import pyarrow.parquet as pq
 
             return pq.ParquetFile(path).metadata.num_rows
+        if is_json_array(Path(path)):
+            return sum(1 for _ in iter_local(path))
         with open(path, "rb") as f:
             return sum(1 for line in f if line.strip())
-    except Exception:
-        return None
+    except DataError:
+        raise
+    except Exception as e:
+        raise DataError(f"cannot count its records ({type(e).__name__}: {e})", path=path) from None
+
+
+def grpo_setting(overrides: dict, extra: list[str], key: str, default):
+    """A GRPO setting as the run will have it: the user's override (after ``--``) over the profile's."""
+    from cobalt.train.profile import override_value
+
+    given = override_value(list(extra), key)
+    return overrides.get(key, default) if given in (None, "null") else given
+
+
+def gpus_needed(overrides: dict, extra: list[str]) -> tuple[int, int]:
+    """``(GPUs per node, nodes)`` GRPO trains on: the profile's, or the user's overrides."""
+    return (int(grpo_setting(overrides, extra, "trainer.n_gpus_per_node", 1)),
+            int(grpo_setting(overrides, extra, "trainer.nnodes", 1)))  # fmt: skip
 
 
 def estimate(cfg, inputs, overrides: dict, single_turn: bool) -> dict:
-    """Tokens, GPU-hours and disk per stage, and the evaluator a GRPO step needs (module doc)."""
-    counted = {"taco": count_problems(inputs.taco), "lcb": count_problems(inputs.lcb)}
-    taco = counted["taco"]
-    if taco is not None and cfg.max_problems:
-        taco = min(taco, cfg.max_problems)
-    train = round(taco * (1 - cfg.taco_dev_ratio)) if taco is not None else ASSUMED_PROBLEMS["train"]
-    dev = taco - train if taco is not None else ASSUMED_PROBLEMS["dev"]
-    lcb = counted["lcb"] if counted["lcb"] is not None else ASSUMED_PROBLEMS["lcb"]
-    if counted["lcb"] is not None and cfg.max_problems:
-        lcb = min(lcb, cfg.max_problems)
+    """Tokens, GPU-hours and disk per stage, and the evaluator a GRPO step needs (module doc).
+    GRPO's GPU-hours take its own GPUs' wall time; inference's take every GPU of the node."""
+    from cobalt.data.sources import file_shape
+
+    taco, lcb = count_problems(inputs.taco), count_problems(inputs.lcb)
+    if inputs.taco_dev and file_shape(inputs.taco) == "problems":  # released train and dev: as given
+        train, dev = taco, count_problems(inputs.taco_dev)
+    else:
+        train = round(taco * (1 - cfg.taco_dev_ratio))
+        dev = count_problems(inputs.taco_dev) if inputs.taco_dev else taco - train
+    if cfg.max_problems:  # the chain keeps the first max_problems of each set
+        train, dev, lcb = (min(n, cfg.max_problems) for n in (train, dev, lcb))
+
+    def setting(key: str, default):
+        return grpo_setting(overrides, cfg.grpo_overrides, key, default)
+
     budget = int(cfg.sampling.get("max_tokens", 6144))
-    batch, n = (
-        int(overrides.get("data.train_batch_size", 128)),
-        int(overrides.get("actor_rollout_ref.rollout.n", 1)),
-    )
-    response = int(overrides.get("data.max_response_length", budget))
-    prompt = int(overrides.get("data.max_prompt_length", 1024))
-    gpus = int(overrides.get("trainer.n_gpus_per_node", 1)) * int(overrides.get("trainer.nnodes", 1))
+    batch, n = int(setting("data.train_batch_size", 128)), int(setting("actor_rollout_ref.rollout.n", 1))
+    response = int(setting("data.max_response_length", budget))
+    prompt = int(setting("data.max_prompt_length", 1024))
+    per_node, nodes = gpus_needed(overrides, cfg.grpo_overrides)
+    node_gpus = inputs.num_gpus if inputs.num_gpus is not None else _detected_gpus()
+    gpus = {"training": per_node * nodes, "inference": max(per_node * nodes, node_gpus * nodes)}
 
     def generation(conversations: int, turns: int) -> dict:
         answers = conversations * (1 + turns)
@@ -237,16 +263,14 @@ def estimate(cfg, inputs, overrides: dict, single_turn: bool) -> dict:
         * (1 if single_turn else MAX_BANDIT_PER_PROBLEM)
         * (1 + (0 if single_turn else cfg.perturbed_ratio))
     )
-    epochs = int(overrides.get("trainer.total_epochs", 1))
+    epochs = int(setting("trainer.total_epochs", 1))
     steps = max(1, epochs * math.ceil(prompts / batch))
     rollout = steps * batch * n * response
     rollout_s = rollout * MEAN_ANSWER_SHARE / GENERATED_TOKENS_PER_GPU_S / 3600
     trained = steps * batch * n * (prompt + response)
     training_s = trained * MEAN_ANSWER_SHARE / TRAINED_TOKENS_PER_GPU_S / 3600
-    saves = math.ceil(steps / int(overrides.get("trainer.save_freq", steps) or steps))
-    from cobalt.train.profile import override_value
-
-    kept = override_value(list(cfg.grpo_overrides), "trainer.max_actor_ckpt_to_keep")
+    saves = math.ceil(steps / int(setting("trainer.save_freq", steps) or steps))
+    kept = setting("trainer.max_actor_ckpt_to_keep", None)
     if kept not in (None, "null"):  # veRL keeps every checkpoint unless told
         saves = min(saves, int(kept))
     params_b = 8  # the paper's models: 8B parameters
@@ -263,11 +287,11 @@ def estimate(cfg, inputs, overrides: dict, single_turn: bool) -> dict:
         stages[f"evaluation ({model}: LiveCodeBench and TACO-dev)"] = generation(
             (lcb + dev) * cfg.eval_samples, cfg.eval_turns
         )
+    ran_on = ["training" if name == "GRPO" else "inference" for name in stages]
     programs = batch * n
     core_s = programs * TESTS_PER_PROGRAM / TESTS_PER_S_PER_CORE
     return {
         "problems": {"train": train, "dev": dev, "lcb": lcb},
-        "counted_from_files": {name: value is not None for name, value in counted.items()},
         "assumptions": {
             "answer tokens": f"every answer at max_tokens ({budget}) for tokens and disk; "
             f"{MEAN_ANSWER_SHARE:g} of it for GPU-hours",
@@ -280,7 +304,8 @@ def estimate(cfg, inputs, overrides: dict, single_turn: bool) -> dict:
         "stages": stages,
         "total": {
             "gpu_hours": round(sum(s["gpu_hours"] for s in stages.values()), 1),
-            "wall_hours_on_the_profiles_gpus": round(sum(s["gpu_hours"] for s in stages.values()) / gpus, 1),
+            "gpus": gpus,
+            "wall_hours": round(sum(s["gpu_hours"] / gpus[on] for on, s in zip(ran_on, stages.values())), 1),
             "disk_gb": round(
                 16 + sum(s["disk_gb"] for s in stages.values()), 1
             ),  # + the base model's weights
@@ -292,6 +317,12 @@ def estimate(cfg, inputs, overrides: dict, single_turn: bool) -> dict:
             "cores_for_a_minute": math.ceil(core_s / 60),
         },
     }
+
+
+def _detected_gpus() -> int:
+    from cobalt.serve.cluster import gpu_count
+
+    return gpu_count()[0]
 
 
 def check_disk(root: Path, needed_gb: float) -> Check:
@@ -340,7 +371,8 @@ def check_context(budget: dict) -> Check:
     context = budget.get("context")
     if not context:
         return Check("warn", "context", f"the last of {budget['turns']} turns needs up to {needed:,} tokens ({name}); "
-                     f"the model's context is {budget.get('context_from')}")  # fmt: skip
+                     f"the model's context is {budget.get('context_from')}: its config.json's "
+                     f"max_position_embeddings should hold {needed:,}")  # fmt: skip
     cut = {n: e.get("problems_that_may_be_cut", 0) for n, e in budget["files"].items()}
     if any(cut.values()):
         shown = ", ".join(f"{v} of {budget['files'][n]['problems']} in {n}" for n, v in cut.items() if v)
@@ -360,9 +392,7 @@ def checks(cfg, inputs, profile_overrides: dict, single_turn: bool, runs_root: P
     from cobalt.train.profile import profile_model
 
     cost = cost or estimate(cfg, inputs, profile_overrides, single_turn)
-    needed = int(profile_overrides.get("trainer.n_gpus_per_node", 1)) * int(
-        profile_overrides.get("trainer.nnodes", 1)
-    )
+    needed = math.prod(gpus_needed(profile_overrides, cfg.grpo_overrides))
     chosen = attention(inputs.profile, cfg.rehearse, cfg.grpo_overrides)
     return [
         check_gpus(needed, cfg.rehearse, inputs.address),

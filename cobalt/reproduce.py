@@ -32,7 +32,7 @@ from pathlib import Path
 import yaml
 
 from cobalt import preflight
-from cobalt.argtypes import caller_path, positive_int
+from cobalt.argtypes import caller_path, existing_file, positive_int
 from cobalt.config import config_path, from_dict, load_config
 from cobalt.data.sources import file_shape
 from cobalt.errors import ConfigError
@@ -491,13 +491,10 @@ def dry_run_plan(cfg: PaperConfig, inputs: Inputs) -> dict:
     from cobalt.train.profile import load_profile
 
     overrides = load_profile(inputs.profile).overrides
+    gpus_per_node, nodes = preflight.gpus_needed(overrides, cfg.grpo_overrides)
     keys = ("data.train_batch_size", "data.max_prompt_length", "data.max_response_length", "actor_rollout_ref.rollout.n",
             "actor_rollout_ref.actor.optim.lr", "actor_rollout_ref.actor.kl_loss_coef", "algorithm.kl_ctrl.kl_coef",
             "trainer.n_gpus_per_node", "trainer.nnodes", "trainer.total_epochs")  # fmt: skip
-    gpus_per_node, nodes = (
-        int(overrides.get("trainer.n_gpus_per_node", 1)),
-        int(overrides.get("trainer.nnodes", 1)),
-    )
     detected, why = gpu_count()
     run = Path("<run>")  # the GRPO stage's command, as the chain would give it
     command = grpo_command(cfg, inputs.profile, inputs.address or "<the chain's Ray head>", run / "checkpoints",
@@ -508,7 +505,7 @@ def dry_run_plan(cfg: PaperConfig, inputs: Inputs) -> dict:
         "base_model": cfg.model or profile_model(inputs.profile),
         "single_turn": single_turn(inputs.profile),
         "chain": dataclasses.asdict(cfg) | {"paper": cfg.paper.get(inputs.profile)},
-        "grpo": {k: overrides.get(k, "(veRL default)") for k in keys},
+        "grpo": {k: preflight.grpo_setting(overrides, cfg.grpo_overrides, k, "(veRL default)") for k in keys},
         "grpo_command": [str(word) for word in command],
         "attention": preflight.attention(inputs.profile, cfg.rehearse, cfg.grpo_overrides).note,
         "context_budget": context_budget(cfg, inputs),
@@ -563,8 +560,8 @@ def missing_gpus(cfg: PaperConfig, inputs: Inputs) -> str | None:
     from cobalt.serve.cluster import gpu_count
     from cobalt.train.profile import load_profile
 
-    overrides = load_profile(inputs.profile).overrides
-    needed = int(overrides.get("trainer.n_gpus_per_node", 1)) * int(overrides.get("trainer.nnodes", 1))
+    per_node, nodes = preflight.gpus_needed(load_profile(inputs.profile).overrides, cfg.grpo_overrides)
+    needed = per_node * nodes
     have, how = (inputs.num_gpus, "--num_gpus") if inputs.num_gpus is not None else gpu_count()
     if have >= needed:
         return None
@@ -597,11 +594,11 @@ def main(argv=None) -> int:
     p.add_argument(
         "--taco",
         required=True,
-        type=caller_path,
-        help="TACO-verified as it ships (JSONL or parquet; split seeded here), or processed problem records "
+        type=existing_file,
+        help="TACO-verified as it ships (taco_verified.json, a JSON array; or JSONL, parquet; split seeded here), or processed problem records "
         "such as the authors' TACO-Cobalt train file (with --taco_dev: used as given, nothing re-split)",
     )
-    p.add_argument("--lcb", required=True, type=caller_path, help="LiveCodeBench test6.jsonl as it ships")
+    p.add_argument("--lcb", required=True, type=existing_file, help="LiveCodeBench test6.jsonl as it ships")
     p.add_argument(
         "--trajectories",
         default=None,
@@ -611,7 +608,7 @@ def main(argv=None) -> int:
     p.add_argument("--trajectories_perturbed", default=None, type=caller_path, help="with --trajectories: "
                    "the trajectories on perturbed public tests, mixed in as the paper does (without, the run "
                    "trains on no perturbed rows and the report says so)")  # fmt: skip
-    p.add_argument("--taco_dev", default=None, type=caller_path, help="problem records to evaluate as TACO-dev "
+    p.add_argument("--taco_dev", default=None, type=existing_file, help="problem records to evaluate as TACO-dev "
                    "instead of the dev split of --taco (perturbed in place unless they carry "
                    "perturbed_public_test_cases, as the authors' TACO-Cobalt-PTB)")  # fmt: skip
     p.add_argument("--allow_overlap", action="store_true", help="train even on problems that are also "

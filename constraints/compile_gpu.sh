@@ -29,9 +29,9 @@ cuda=$(sed -n 's/^cuda-toolkit==\([0-9]*\.[0-9]*\).*/\1/p' <<<"$body")
 # >= 580.65.06 (CUDA 13.0's minimum on Linux) and a GPU of compute capability 7.5 or newer (Turing,
 # Ampere, Hopper, Blackwell; CUDA 13 dropped Maxwell, Pascal and Volta).
 # flash-attn is NOT here: PyPI ships it as source only (flash-attn 2.8.3.post2, compiled against the
-# installed torch and a CUDA toolkit with nvcc). The GPU profiles keep veRL's default attention,
-# flash_attention_2; COBALT_FLASH_ATTN=1 makes setup.sh build it, or pass
-# +actor_rollout_ref.model.override_config.attn_implementation=sdpa (docs/training.md).
+# installed torch and a CUDA toolkit with nvcc). COBALT_FLASH_ATTN=1 makes setup.sh build it; GRPO
+# keeps veRL's default attention, flash_attention_2, where flash-attn imports, and uses sdpa where it
+# does not (cobalt/train/attention.py, docs/training.md).
 HEADER
   echo "$body"
 } > "$OUT"

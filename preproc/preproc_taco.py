@@ -29,7 +29,7 @@ def parse_args():
     p.add_argument(
         "--input_file",
         default="likaixin/TACO-verified",
-        help="a local JSONL/parquet file, or a dataset name on the hub (needs network)",
+        help="a local file (taco_verified.json as it ships, a JSON array; or JSONL, parquet), or a dataset name on the hub (needs network)",
     )
     p.add_argument("--split", default="train", help="hub split to read")
     p.add_argument("--output_dir", default="data", help="where the three JSONL files are written")

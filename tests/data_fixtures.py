@@ -98,9 +98,9 @@ def with_single_queries(tests: dict) -> dict:
 
 
 def taco_file(path, limit: int | None = None, id_prefix: str = "taco-", problems: list[dict] | None = None):
-    """The embedded problems (or ``problems``) as a TACO-verified file as that dataset ships
-    (JSONL, or parquet when ``path`` ends so), under ids of their own: nothing can look their
-    solutions up by id."""
+    """The embedded problems (or ``problems``) as a TACO-verified file: one JSON array as the
+    dataset ships when ``path`` ends in ``.json``, parquet for ``.parquet``, else JSONL; under ids of
+    their own: nothing can look their solutions up by id."""
     import pandas as pd
 
     from cobalt.data.embedded import load_problems, to_taco_records
@@ -110,6 +110,8 @@ def taco_file(path, limit: int | None = None, id_prefix: str = "taco-", problems
         row["id"] = f"{id_prefix}{i:05d}"
     if str(path).endswith(".parquet"):
         pd.DataFrame(rows).to_parquet(path)
+    elif str(path).endswith(".json"):
+        path.write_text(json.dumps(rows))
     else:
         path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     return path

@@ -205,3 +205,81 @@ def test_the_engine_of_every_stage_gets_the_context(tmp_path):
     engine = load_engine_config(run_cfg.engine_config).llm["engine_kwargs"]
     paper = load_engine_config("engine_paper").llm["engine_kwargs"]
     assert engine == {**paper, "max_model_len": 16384}
+
+
+def paper_cost(tmp_path, grpo_overrides=(), num_gpus=None, **files):
+    cfg = dataclasses.replace(
+        from_dict(PaperConfig, load_config("paper")), grpo_overrides=list(grpo_overrides)
+    )
+    inputs = Inputs("multi_turn_qwen3_8b", num_gpus=num_gpus, **{k: str(v) for k, v in files.items()})
+    return preflight.estimate(cfg, inputs, load_profile("multi_turn_qwen3_8b").overrides, False)
+
+
+def test_the_estimate_counts_every_row_of_the_files_as_they_ship(tmp_path):
+    """TACO-verified ships as one JSON array (taco_verified.json); the authors' released train and
+    perturbed dev files are counted as given (nothing split off)."""
+    taco, lcb, dev = tmp_path / "taco_verified.json", tmp_path / "test6.jsonl", tmp_path / "ptb.jsonl"
+    taco.write_text(json.dumps([{"id": i} for i in range(2000)]))  # one line
+    lcb.write_text("{}\n" * 175)
+    assert paper_cost(tmp_path, taco=taco, lcb=lcb)["problems"] == {"train": 1800, "dev": 200, "lcb": 175}
+    released = tmp_path / "train.jsonl"
+    released.write_text(json.dumps({"id": "a", "instruction": "x", "test_cases": "{}"}) + "\n" * 1)
+    released.write_text(released.read_text() * 30)
+    dev.write_text("{}\n" * 7)
+    cost = paper_cost(tmp_path, taco=released, lcb=lcb, taco_dev=dev)
+    assert cost["problems"] == {"train": 30, "dev": 7, "lcb": 175}
+
+
+def test_a_missing_input_file_stops_the_dry_run_naming_it(tmp_path, capsys):
+    from cobalt.reproduce import main
+
+    lcb = tmp_path / "test6.jsonl"
+    lcb.write_text("{}\n")
+    with pytest.raises(SystemExit) as stop:
+        main(["--profile", "multi_turn_qwen3_8b", "--taco", str(tmp_path / "nowhere.parquet"), "--lcb", str(lcb),
+              "--dry-run"])  # fmt: skip
+    assert stop.value.code != 0
+    assert f"{tmp_path / 'nowhere.parquet'}: no such file" in capsys.readouterr().err
+
+
+def test_the_gpu_count_follows_the_overrides_and_inference_uses_every_gpu(tmp_path):
+    taco, lcb = tmp_path / "taco.jsonl", tmp_path / "lcb.jsonl"
+    taco.write_text("{}\n" * 100)
+    lcb.write_text("{}\n" * 20)
+
+    def hours(cost, *names):
+        return sum(s["gpu_hours"] for name, s in cost["stages"].items() if name.startswith(names))
+
+    four = paper_cost(tmp_path, taco=taco, lcb=lcb)  # the profile's 4 GPUs, and no more here
+    assert four["total"]["gpus"] == {"training": 4, "inference": 4}
+    assert four["total"]["wall_hours"] == pytest.approx(four["total"]["gpu_hours"] / 4, abs=0.1)
+    eight = paper_cost(tmp_path, ["trainer.n_gpus_per_node=8"], taco=taco, lcb=lcb)
+    assert eight["total"]["gpus"] == {"training": 8, "inference": 8}
+    assert eight["total"]["wall_hours"] == pytest.approx(eight["total"]["gpu_hours"] / 8, abs=0.1)
+    nodes = paper_cost(tmp_path, ["trainer.n_gpus_per_node=8", "trainer.nnodes=2"], taco=taco, lcb=lcb)
+    assert nodes["total"]["gpus"]["training"] == 16
+    # the profile's 4 GPUs train; a node of 8 (--num_gpus) runs inference on all 8
+    node = paper_cost(tmp_path, num_gpus=8, taco=taco, lcb=lcb)
+    inference = hours(node, "trajectories", "evaluation")
+    assert node["total"]["gpus"] == {"training": 4, "inference": 8}
+    assert node["total"]["wall_hours"] == pytest.approx(hours(node, "GRPO") / 4 + inference / 8, abs=0.1)
+    assert preflight.gpus_needed(load_profile("multi_turn_qwen3_8b").overrides, ["trainer.nnodes=2"]) == (
+        4,
+        2,
+    )
+
+
+def test_the_dry_runs_gpus_follow_the_overrides(tmp_path, monkeypatch):
+    from cobalt.reproduce import dry_run_plan
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    taco, lcb = tmp_path / "taco.jsonl", tmp_path / "lcb.jsonl"
+    taco.write_text("{}\n" * 10)
+    lcb.write_text("{}\n" * 2)
+    cfg = dataclasses.replace(
+        from_dict(PaperConfig, load_config("paper")), grpo_overrides=["trainer.nnodes=2"]
+    )
+    plan = dry_run_plan(cfg, Inputs("multi_turn_qwen3_8b", str(taco), str(lcb)))
+    assert (plan["gpus"]["per_node"], plan["gpus"]["nodes"], plan["gpus"]["total"]) == (4, 2, 8)
+    assert plan["grpo"]["trainer.nnodes"] == "2" and plan["estimate"]["total"]["gpus"]["training"] == 8

@@ -36,7 +36,7 @@ def documented_commands() -> list[str]:
 def inputs(tmp_path):
     """The documented file names, as small files of each dataset's own format, in the caller's
     directory (``tmp_path``, where the documented commands run)."""
-    taco_file(tmp_path / "taco_verified.parquet", limit=4)
+    taco_file(tmp_path / "taco_verified.json", limit=4)
     lcb_file(tmp_path / "test6.jsonl", limit=3, start=4)  # other problems than TACO's: no overlap
     return tmp_path
 
@@ -68,7 +68,7 @@ def classify(command: str) -> str | None:
     if command == "COBALT_PROFILE=gpu bash scripts/setup.sh --dry-run":
         return "setup dry run"
     paper = "bash scripts/reproduce_paper.sh"
-    files = "--taco taco_verified.parquet --lcb test6.jsonl"
+    files = "--taco taco_verified.json --lcb test6.jsonl"
     for kind, pattern in (("dry run", f"{paper} --profile (\\S+) {files} --dry-run"),
                           ("gpu run", f"{paper} --profile (\\S+) {files}"),
                           ("rehearsal", f"{paper} --rehearse --profile (\\S+) {files}")):  # fmt: skip
@@ -152,7 +152,7 @@ def real_inputs(tmp_path):
         pytest.skip(f"no real problems at {APPS_SAMPLES}")
     problems = apps_problems(APPS_SAMPLES)
     assert len(problems) >= 3 and min(len(p["question"]) for p in problems) > 1000
-    taco_file(tmp_path / "taco_verified.parquet", problems=[problems[0], problems[2]])
+    taco_file(tmp_path / "taco_verified.json", problems=[problems[0], problems[2]])
     lcb_file(tmp_path / "test6.jsonl", problems=[problems[1]])
     return tmp_path
 

@@ -100,3 +100,50 @@ def test_cpu_setup_without_an_index_holding_cpu_torch_tries_pytorchs_index_then_
         f"[setup] error: torch==2.13.0+cpu is on no configured index nor at {empty.as_uri()}"
     )
     assert "set COBALT_TORCH_INDEX" in last
+
+
+def test_flash_attn_on_an_up_to_date_gpu_venv_is_built_not_called_up_to_date(tmp_path):
+    """``COBALT_FLASH_ATTN=1`` is part of what the stamp records: a GPU venv set up without it is not
+    up to date for it, and the dry run lists the build instead of saying "up to date"."""
+    venv = gpu_venv(tmp_path, up_to_date_stamp("gpu"))
+    plain = subprocess.run(["bash", str(ROOT / "scripts/setup.sh"), "--dry-run"], env=env_for(venv),
+                           capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert plain.returncode == 0, plain.stderr
+    assert "[setup] up to date" in plain.stdout and "flash-attn==" not in plain.stdout.replace(
+        "not built", ""
+    )
+    assert "+ " not in plain.stdout  # up to date: no step is listed
+    proc = subprocess.run(["bash", str(ROOT / "scripts/setup.sh"), "--dry-run"],
+                          env=env_for(venv, COBALT_FLASH_ATTN="1"), capture_output=True, text=True,
+                          timeout=120)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "up to date" not in proc.stdout
+    assert "--no-build-isolation flash-attn==" in proc.stdout
+    assert stamps(venv) == {".cobalt-setup-gpu": up_to_date_stamp("gpu") + "\n"}
+    (venv / ".cobalt-flash-attn").write_text("1\n")  # recorded by a build: later calls keep it
+    kept = subprocess.run(["bash", str(ROOT / "scripts/setup.sh"), "--dry-run"], env=env_for(venv),
+                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert "--no-build-isolation flash-attn==" in kept.stdout and "up to date" not in kept.stdout
+
+
+def test_a_root_host_without_bwrap_runs_apt_only_when_it_installs(tmp_path):
+    """As root with no system bwrap, an up-to-date venv returns before apt (the scripts call set-up
+    on every run)."""
+    venv = gpu_venv(tmp_path, up_to_date_stamp("gpu"))
+    bin_dir = tmp_path / "bin"  # a PATH without bwrap: root's id, a logging apt-get, the tools set-up uses
+    bin_dir.mkdir()
+    for name, text in {
+        "id": "#!/bin/sh\necho 0\n",
+        "apt-get": f'#!/bin/sh\necho "$*" >> {tmp_path}/apt.log\n',
+    }.items():
+        (bin_dir / name).write_text(text)
+        (bin_dir / name).chmod(0o755)
+    for tool in ("cat", "sha256sum", "cut", "dirname", "rm", "mkdir"):
+        (bin_dir / tool).symlink_to(shutil.which(tool))
+    env = {**env_for(venv), "PATH": str(bin_dir)}
+    for _ in range(2):
+        proc = subprocess.run(["/bin/bash", str(ROOT / "scripts/setup.sh")], env=env, capture_output=True,
+                              text=True, timeout=120)  # fmt: skip
+        assert proc.returncode == 0, proc.stderr
+        assert "[setup] up to date" in proc.stdout
+    assert not (tmp_path / "apt.log").exists(), (tmp_path / "apt.log").read_text()

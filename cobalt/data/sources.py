@@ -6,12 +6,13 @@ Each record comes with its position so later errors can name it: ``(line, record
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from cobalt.errors import DataError
-from cobalt.jsonl import read_numbered_jsonl
+from cobalt.jsonl import checked_record, read_numbered_jsonl
 
 LOCAL_SUFFIXES = (".jsonl", ".json", ".parquet")
 
@@ -33,14 +34,61 @@ def iter_records(
 
 
 def iter_local(path: str | os.PathLike, required: Iterable[str] = ()) -> Iterator[tuple[int, dict]]:
-    """Yield ``(line, record)`` from a local JSONL or parquet file."""
+    """Yield ``(line, record)`` from a local JSONL or parquet file, or a JSON array (TACO-verified
+    ships as one: ``line`` is then the record's position in the array)."""
     path = Path(path)
     if not path.is_file():
         raise DataError("file does not exist", path=path)
     if path.suffix == ".parquet":
         yield from _iter_parquet(path, tuple(required))
+    elif is_json_array(path):
+        yield from _iter_json_array(path, tuple(required))
     else:
         yield from read_numbered_jsonl(path, tuple(required))
+
+
+def is_json_array(path: Path) -> bool:
+    """Whether the file is one JSON array (its first non-blank character is ``[``)."""
+    with open(path, "rb") as f:
+        while chunk := f.read(4096):
+            if chunk.strip():
+                return chunk.lstrip()[:1] == b"["
+    return False
+
+
+def _iter_json_array(path: Path, required: tuple, chunk_chars: int = 1 << 22) -> Iterator[tuple[int, dict]]:
+    """The objects of a JSON array, one at a time: a multi-GB array is never held whole."""
+    decoder, buffer, pos, row = json.JSONDecoder(), "", 0, 0
+    with open(path, encoding="utf-8") as f:
+        more = True
+
+        def skip(chars: str) -> None:
+            nonlocal buffer, pos, more
+            while True:
+                while pos < len(buffer) and buffer[pos] in chars:
+                    pos += 1
+                if pos < len(buffer) or not more:
+                    return
+                buffer, pos = f.read(chunk_chars), 0
+                more = bool(buffer)
+
+        skip(" \t\r\n")
+        pos += 1  # the opening [
+        while True:
+            skip(" \t\r\n,")
+            if pos >= len(buffer):
+                raise DataError("the JSON array is not closed", path=path, line=row)
+            if buffer[pos] == "]":
+                return
+            try:
+                record, end = decoder.raw_decode(buffer, pos)
+            except json.JSONDecodeError as e:
+                if more and (chunk := f.read(chunk_chars)):
+                    buffer, pos = buffer[pos:] + chunk, 0
+                    continue
+                raise DataError(f"invalid JSON ({e.msg})", path=path, line=row + 1) from None
+            row, pos = row + 1, end
+            yield row, checked_record(record, required, path, row)
 
 
 def _iter_parquet(path: Path, required: tuple) -> Iterator[tuple[int, dict]]:
@@ -51,10 +99,7 @@ def _iter_parquet(path: Path, required: tuple) -> Iterator[tuple[int, dict]]:
     except Exception as e:  # pyarrow raises several types for a damaged file
         raise DataError(f"cannot read parquet ({e})", path=path) from None
     for row, record in enumerate(table.to_pylist(), start=1):
-        for field in required:
-            if field not in record:
-                raise DataError("missing", path=path, line=row, field=field)
-        yield row, record
+        yield row, checked_record(record, required, path, row)
 
 
 def _iter_hub(name: str, split: str, required: tuple) -> Iterator[tuple[int, dict]]:

@@ -72,7 +72,7 @@ def estimate(files: dict[str, str], *, context: int | None, model: str, answer_b
         context, source = model_context(model), "the model's own (config.json)"
     per_turn = per_turn_tokens(answer_budget, thinking)
     out = {"context": context, "context_from": source if context else "the model's own: not known here (not a "
-           "local model directory); compare the tokens needed below with it", "answer_budget": answer_budget,
+           "local model directory)", "answer_budget": answer_budget,
            "per_turn_tokens": per_turn, "turns": turns, "tokens": f"estimated, {CHARS_PER_TOKEN:g} characters a token",
            "files": {}}  # fmt: skip
     for name, path in files.items():
