@@ -8,12 +8,15 @@ it. Constants, operators, attributes and the names the program does not bind (bu
 same program and ``print(a + 1)`` and ``print(a + 2)`` are not. Comments and layout never reach the
 AST.
 
-:func:`program_novelty` sorts evaluation instances into ``unseen`` (no training program has the
-instance's normalized reference program), ``seen_sft`` (an SFT warm-up program has it) and
-``seen_grpo`` (only a program of the GRPO training instances has it).
+:func:`program_novelty` labels evaluation instances *by form*: ``unseen`` (no training program has
+the instance's normalized reference program), ``seen_sft`` (an SFT warm-up program has it) and
+``seen_grpo`` (only a program of the GRPO training instances has it). *By behaviour*
+(:func:`strict_novelty`), an instance unseen by form becomes ``seen_training`` when a program of
+any arm's training input (SFT targets, the trajectories' attempts and fixes) equals it or passes
+all of its tests in the sandbox (:mod:`cobalt.data.exposure`).
 
     python -m cobalt.data.novelty RUN_DIR   # a quickstart run of problems: procedural
-    python -m cobalt.data.novelty --config configs/generalize.yaml   # rebuilt from the seeds
+    python -m cobalt.data.novelty --config generalize_prereg   # rebuilt from the seeds, no model
 """
 
 from __future__ import annotations
@@ -166,69 +169,218 @@ def procedural_novelty(
 def run_novelty(run_dir: str | Path) -> dict[str, dict[str, str]]:
     """``{split: {id: novelty}}`` for the evaluated splits of a quickstart run of procedural
     problems, from the files it wrote (data/procedural/, the warm-up subset)."""
+    return _form(_run_inputs(run_dir))
+
+
+def _run_inputs(run_dir: str | Path) -> dict:
     from cobalt.jsonl import load_jsonl
 
     root = Path(run_dir)
     proc = root / "data/procedural"
-    solutions = _solutions(load_jsonl(proc / "solutions.jsonl"))
-    train = load_jsonl(proc / "train.jsonl")
     subset = root / "data/warm_up_subset.jsonl"
-    n = len(load_jsonl(subset)) if subset.exists() else None
-    out = {}
+    splits = {"train": load_jsonl(proc / "train.jsonl")}
     for split in ("heldout", "dev", "heldout_families"):
         path = proc / f"{split}.jsonl"
         if path.exists() and path.stat().st_size:
-            out[split] = procedural_novelty(train, load_jsonl(path), solutions, n)
-    return out
+            splits[split] = load_jsonl(path)
+    return {
+        "splits": splits,
+        "solutions": _solutions(load_jsonl(proc / "solutions.jsonl")),
+        "warmup_problems": len(load_jsonl(subset)) if subset.exists() else None,
+        "run_dir": root,
+    }
 
 
 def config_novelty(config: str | Path) -> dict[str, dict[str, str]]:
     """As :func:`run_novelty`, for the splits a quickstart profile would write (rebuilt from its
     seeds, nothing run)."""
+    return _form(_config_inputs(config))
+
+
+def _config_inputs(config: str | Path) -> dict:
     from cobalt.config import from_dict, load_config
+    from cobalt.data.procedural.generate import reference_solution
     from cobalt.data.procedural.splits import build_splits
     from cobalt.quickstart_config import QuickstartConfig
 
     cfg = from_dict(QuickstartConfig, load_config(config), source=str(config))
     p = cfg.procedural
-    splits = build_splits(
-        {
-            "train": cfg.train_problems,
-            "dev": p.get("dev", 0),
-            "heldout": cfg.heldout_problems,
-            "heldout_families": p.get("heldout_families", 0),
-        },
-        p.get("seed", 0),
-    )
-    from cobalt.data.procedural.generate import reference_solution
-
-    solutions = {str(r["id"]): [reference_solution(r["id"])] for rs in splits.values() for r in rs}
-    n = cfg.warmup.get("problems")
-    return {
-        split: procedural_novelty(splits["train"], records, solutions, n)
-        for split, records in splits.items()
-        if split != "train" and records
+    sizes = {
+        "train": cfg.train_problems,
+        "dev": p.get("dev", 0),
+        "heldout": cfg.heldout_problems,
+        "heldout_families": p.get("heldout_families", 0),
     }
+    splits = {name: records for name, records in build_splits(sizes, p.get("seed", 0)).items() if records}
+    solutions = {str(r["id"]): [reference_solution(r["id"])] for rs in splits.values() for r in rs}
+    return {
+        "splits": splits,
+        "solutions": solutions,
+        "warmup_problems": cfg.warmup.get("problems"),
+        "offline": cfg.offline_trajectories,
+        "own_trajectories": cfg.train_samples,
+    }
+
+
+def _form(inputs: dict) -> dict[str, dict[str, str]]:
+    splits, solutions = inputs["splits"], inputs["solutions"]
+    return {
+        split: procedural_novelty(splits["train"], records, solutions, inputs["warmup_problems"])
+        for split, records in splits.items()
+        if split != "train"
+    }
+
+
+# ------------------------------------------------------------------------- by behaviour
+SEEN_TRAINING = "seen_training"  # unseen by form, but a training program equals it or passes all its tests
+
+
+def strict_novelty(
+    evaluated: Mapping[str, str],
+    form: Mapping[str, str],
+    solved: Mapping[str, list],
+    training_sources: Iterable[str],
+) -> dict[str, str]:
+    """The labels by behaviour: an instance unseen by form (``form``) stays ``unseen`` only if its
+    reference program (``evaluated``) equals no training program and no training program solves it
+    (``solved``: id → the training programs that pass all of its tests)."""
+    keys = {normalized_or_text(p) for p in training_sources}
+    return {
+        i: SEEN_TRAINING
+        if kind == UNSEEN and (solved.get(i) or normalized_or_text(evaluated[i]) in keys)
+        else kind
+        for i, kind in form.items()
+    }
+
+
+async def _strict(inputs: dict, evaluator) -> dict:
+    """``{split: {"form", "strict", "solved", "equal"}}`` for the inputs of a profile or a run."""
+    from cobalt.data import exposure
+
+    splits, solutions = inputs["splits"], inputs["solutions"]
+    programs = exposure.sft_programs(splits["train"], solutions, inputs["warmup_problems"])
+    if "run_dir" in inputs:
+        programs += exposure.run_trajectory_programs(inputs["run_dir"])
+    else:
+        programs += await exposure.offline_programs(splits["train"], inputs["offline"], evaluator)
+    sources = [p.source for p in programs]
+    keys = {normalized_or_text(s) for s in sources}
+    form = _form(inputs)
+    unseen = {str(r["id"]): r for split in form for r in splits[split] if form[split][str(r["id"])] == UNSEEN}
+    solved = await exposure.solved_by_training(unseen, programs, evaluator)  # all splits in one pass
+    out = {}
+    for split, labels in form.items():
+        evaluated = {i: solutions[i][0] for i in labels}
+        out[split] = {
+            "form": labels,
+            "strict": strict_novelty(evaluated, labels, solved, sources),
+            "solved": {i: solved[i] for i in labels if solved.get(i)},
+            "equal": sorted(i for i in labels if i in unseen and normalized_or_text(evaluated[i]) in keys),
+        }
+    return out
+
+
+def report_lines(result: Mapping[str, dict]) -> list[str]:
+    """Both counts of every split, the families not held out by behaviour, and the training program
+    that solves each instance seen by behaviour."""
+    lines = []
+    for split, r in result.items():
+        form, strict = counts(r["form"]), collections.Counter(r["strict"].values())
+        lines.append(
+            f"{split}: {len(r['form'])} instances: unseen by form {form[UNSEEN]} (seen_sft {form[SEEN_SFT]}, "
+            f"seen_grpo {form[SEEN_GRPO]}); unseen by behaviour {strict[UNSEEN]}: a training program solves "
+            f"{strict[SEEN_TRAINING]} of the {form[UNSEEN]} ({len(r['equal'])} of them equal one)"
+        )
+        if split == "heldout_families":
+            lines += _family_lines(r["strict"])
+    for split, r in result.items():
+        for i, found in sorted(r["solved"].items()):
+            more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
+            lines.append(f"  {split} {i}: solved by the {found[0].describe()}{more}")
+    return lines
+
+
+def _family_lines(strict: Mapping[str, str]) -> list[str]:
+    from cobalt.data.procedural.generate import parse_id
+
+    total, solved = collections.Counter(), collections.Counter()
+    for i, kind in strict.items():
+        family = parse_id(i)[0]
+        total[family] += 1
+        solved[family] += kind == SEEN_TRAINING
+    failing = [f"{f} {solved[f]} of {total[f]}" for f in sorted(total) if solved[f]]
+    if not failing:
+        return ["  every held-out family is held out by behaviour (no training program solves an instance)"]
+    return ["  not held out by behaviour (instances solved by a training program): " + ", ".join(failing)]
+
+
+def strict_result(
+    run_dir: str | Path | None = None, config: str | Path | None = None, evaluator=None
+) -> dict:
+    """:func:`report_lines`' input for a run directory or a profile; the local sandbox unless
+    ``evaluator`` is given. A profile whose GRPO trains on the model's own trajectories is refused:
+    those programs exist only after a run."""
+    import asyncio
+
+    from cobalt.errors import ConfigError
+
+    inputs = _config_inputs(config) if config is not None else _run_inputs(run_dir)
+    if inputs.get("own_trajectories"):
+        raise ConfigError(
+            f"{config}: train_samples is {inputs['own_trajectories']}: the model's own trajectories are a "
+            "training input only a run has; give its run directory instead"
+        )
+    if evaluator is None:
+        from cobalt.serve.client import get_evaluator
+
+        evaluator = get_evaluator("local")
+    return asyncio.run(_strict(inputs, evaluator))
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m cobalt.data.novelty",
-        description="Count the evaluated instances whose normalized reference program is new to "
-        "training (unseen) or is an SFT warm-up program (seen_sft) or a GRPO training program (seen_grpo).",
+        description="Label the evaluated instances by form (is the normalized reference program an SFT "
+        "warm-up program: seen_sft, a GRPO training program: seen_grpo, or neither: unseen) and by "
+        "behaviour (an instance unseen by form that a program of any arm's training input equals or "
+        "solves, judged by the sandbox, is seen_training), and name the training program that solves "
+        "each. Runs every distinct training program in the sandbox: minutes for a design's profile.",
     )
     where = parser.add_mutually_exclusive_group(required=True)
     where.add_argument("run_dir", nargs="?", help="a quickstart run directory (problems: procedural)")
-    where.add_argument("--config", help="a quickstart profile: rebuild its splits from the seeds")
-    parser.add_argument("--ids", action="store_true", help="print every instance's novelty as JSON")
+    where.add_argument(
+        "--config", help="a quickstart profile (name or path): rebuild its inputs from the seeds"
+    )
+    parser.add_argument("--ids", action="store_true", help="print every instance's labels as JSON")
+    parser.add_argument("--form_only", action="store_true", help="the labels by form only (no program runs)")
     args = parser.parse_args(argv)
-    result = config_novelty(args.config) if args.config else run_novelty(args.run_dir)
+    if args.form_only:
+        form = config_novelty(args.config) if args.config else run_novelty(args.run_dir)
+        if args.ids:
+            print(json.dumps(form, indent=1))
+        for split, novelty in form.items():
+            c = counts(novelty)
+            print(f"{split}: {len(novelty)} instances: " + ", ".join(f"{k} {v}" for k, v in c.items()))
+        return 0
+    result = strict_result(args.run_dir, args.config)
     if args.ids:
-        print(json.dumps(result, indent=1))
-    for split, novelty in result.items():
-        c = counts(novelty)
-        print(f"{split}: {len(novelty)} instances: " + ", ".join(f"{k} {v}" for k, v in c.items()))
+        print(json.dumps(_ids(result), indent=1))
+    print("\n".join(report_lines(result)))
     return 0
+
+
+def _ids(result: Mapping[str, dict]) -> dict:
+    return {
+        split: {
+            i: {
+                "form": r["form"][i],
+                "behaviour": r["strict"][i],
+                "solved_by": [{"origin": p.origin, "instance": p.instance} for p in r["solved"].get(i, [])],
+            }
+            for i in r["form"]
+        }
+        for split, r in result.items()
+    }
 
 
 if __name__ == "__main__":
