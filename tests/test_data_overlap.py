@@ -197,3 +197,17 @@ def test_a_record_without_an_id_or_with_broken_tests_is_named_with_file_line_and
     write_jsonl(tmp_path / "dev.jsonl", [record("a", "q", [("1", "1")]), {"instruction": "q"}])
     with pytest.raises(DataError, match=r"dev.jsonl:2: field 'id'"):
         read_problems(tmp_path / "dev.jsonl")
+
+
+def test_the_chains_problems_read_alike_from_parquet_and_jsonl(tmp_path):
+    from cobalt.data.overlap import chain_problems
+
+    problems = load_problems()[:6]
+    lcb_file(tmp_path / "test6.jsonl", limit=2, start=20)
+    for name in ("taco.jsonl", "taco.parquet"):
+        taco_file(tmp_path / name, problems=problems)
+    jsonl, parquet = (
+        chain_problems(tmp_path / n, tmp_path / "test6.jsonl", dev_ratio=0.5)
+        for n in ("taco.jsonl", "taco.parquet")
+    )
+    assert jsonl == parquet and [len(jsonl[0]), len(jsonl[1]["TACO-dev"])] == [3, 3]

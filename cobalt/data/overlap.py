@@ -33,6 +33,7 @@ from cobalt.errors import DataError
 
 NGRAM = 13  # words: long enough that a shared one is rarely chance (GPT-3's decontamination)
 ALIKE = 0.5  # of the shorter statement's n-grams
+COMMON = 10  # an n-gram in more evaluation statements is boilerplate: not counted as shared
 MIN_CONTAINED = 8  # tests: TACO-verified's least per problem
 SHOWN = 8  # pairs named in the error line; every one is in the record file
 
@@ -160,37 +161,57 @@ class _Index:
     """Evaluation problems by statement, statement n-gram and test."""
 
     def __init__(self, problems: list[Problem]):
-        self.problems, self.n_grams = problems, []
+        self.problems = problems
         self.by_statement: dict[str, list[int]] = {}
-        self.by_gram: dict[int, list[int]] = {}
+        self.by_tests: dict[frozenset, list[int]] = {}
+        by_gram: dict[int, list[int]] = {}
         self.by_test: dict[int, list[int]] = {}
+        self.n_grams = []
         for i, problem in enumerate(problems):
             if problem.statement:
                 self.by_statement.setdefault(problem.statement, []).append(i)
             grams = ngrams(problem.statement)
             self.n_grams.append(len(grams))
             for gram in grams:
-                self.by_gram.setdefault(gram, []).append(i)
+                by_gram.setdefault(gram, []).append(i)
+            if problem.tests:
+                self.by_tests.setdefault(problem.tests, []).append(i)
             for test in problem.tests:
                 self.by_test.setdefault(test, []).append(i)
+        self.by_gram = {gram: ids for gram, ids in by_gram.items() if len(ids) <= COMMON}
+        # each set of at least MIN_CONTAINED tests under its rarest test: a training set holding
+        # the whole set holds that one
+        self.by_rarest: dict[int, list[int]] = {}
+        for i, problem in enumerate(problems):
+            if len(problem.tests) >= MIN_CONTAINED:
+                rarest = min(problem.tests, key=lambda test: len(self.by_test[test]))
+                self.by_rarest.setdefault(rarest, []).append(i)
 
-    def matches(self, problem: Problem) -> dict[int, list[str]]:
-        """Evaluation problem index → how ``problem`` is the same problem."""
+    def matches(self, problem: Problem, grams: set[int]) -> dict[int, list[str]]:
+        """Evaluation problem index → how ``problem`` (its statement's n-grams ``grams``) is the
+        same problem."""
         hows: dict[int, list[str]] = {}
         for i in self.by_statement.get(problem.statement, []) if problem.statement else []:
             hows.setdefault(i, []).append("statement")
-        grams = ngrams(problem.statement)
         for i, shared in Counter(i for gram in grams for i in self.by_gram.get(gram, [])).items():
             alike = shared / min(len(grams), self.n_grams[i])
             if alike >= ALIKE and i not in hows:
                 hows[i] = [f"statement {alike:.0%} alike"]
-        for i, shared in Counter(i for test in problem.tests for i in self.by_test.get(test, [])).items():
-            sizes = (len(problem.tests), len(self.problems[i].tests))
-            if shared == sizes[0] == sizes[1]:
-                hows.setdefault(i, []).append("tests")
-            elif shared == min(sizes) >= MIN_CONTAINED:
-                hows.setdefault(i, []).append("tests contained")
+        for i in self.by_tests.get(problem.tests, []) if problem.tests else []:
+            hows.setdefault(i, []).append("tests")
+        for i in self._containing(problem.tests):
+            hows.setdefault(i, []).append("tests contained")
         return hows
+
+    def _containing(self, tests: frozenset) -> set[int]:
+        """Evaluation problems whose test set holds ``tests``, or is held in it (not equal; the
+        smaller of at least MIN_CONTAINED tests)."""
+        candidates = {i for test in tests for i in self.by_rarest.get(test, [])}
+        if len(tests) >= MIN_CONTAINED:
+            candidates |= set(self.by_test.get(min(tests, key=lambda t: len(self.by_test.get(t, []))), []))
+        sets = {i: self.problems[i].tests for i in candidates}
+        return {i for i, other in sets.items() if other != tests and (tests < other or other < tests)
+                and min(len(tests), len(other)) >= MIN_CONTAINED}  # fmt: skip
 
 
 def find_overlap(train: list[Problem], evaluations: dict[str, list[Problem]]) -> list[Overlap]:
@@ -198,8 +219,9 @@ def find_overlap(train: list[Problem], evaluations: dict[str, list[Problem]]) ->
     indexes = {name: _Index(problems) for name, problems in evaluations.items()}
     found = []
     for problem in train:
+        grams = ngrams(problem.statement)
         for name, index in indexes.items():
-            for i, hows in index.matches(problem).items():
+            for i, hows in index.matches(problem, grams).items():
                 found.append(Overlap(name, problem.id, index.problems[i].id, "+".join(hows)))
     return found
 
