@@ -30,7 +30,9 @@ BOILERPLATE = (
 
 def statement(rng: random.Random, vocabulary: list[str], weights: list[float], words: int) -> str:
     body = rng.choices(vocabulary, weights, k=words)
-    return f"{' '.join(body[: words // 2])}\n\n{BOILERPLATE[0]} {' '.join(body[words // 2 :])} {BOILERPLATE[1]}"
+    return (
+        f"{' '.join(body[: words // 2])}\n\n{BOILERPLATE[0]} {' '.join(body[words // 2 :])} {BOILERPLATE[1]}"
+    )
 
 
 def tests(rng: random.Random, n: int) -> dict:
@@ -57,7 +59,9 @@ def write_files(out: Path, n_train: int, n_eval: int, words: int, seed: int = 0)
             question = lcb[i]["question_content"].split("Sample Input 1")[0] + "\n-----Example-----\n1 1\n2"
         elif i < 10:  # reworded, every shipped test
             shipped = lcb[i]["shipped"]
-        taco.append({"id": f"taco-{i}", "question": question, "solutions": "[]", "input_output": json.dumps(shipped)})
+        taco.append(
+            {"id": f"taco-{i}", "question": question, "solutions": "[]", "input_output": json.dumps(shipped)}
+        )
     for row in lcb:
         del row["shipped"]
     for name, rows in (("taco.jsonl", taco), ("test6.jsonl", lcb)):

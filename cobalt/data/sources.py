@@ -142,13 +142,29 @@ SHAPES = {
 }
 
 
+def first_fields(path: str | os.PathLike) -> list[str] | None:
+    """The fields of a local file's first record (of a parquet file: its columns, read from its
+    footer alone); ``None`` when it holds none."""
+    path = Path(path)
+    if path.suffix == ".parquet" and path.is_file():
+        import pyarrow.parquet as pq
+
+        try:
+            parquet = pq.ParquetFile(path)
+        except Exception as e:  # pyarrow raises several types for a damaged file
+            raise DataError(f"cannot read parquet ({e})", path=path) from None
+        return parquet.schema_arrow.names if parquet.metadata.num_rows else None
+    return next((list(record) for _, record in iter_local(path)), None)
+
+
 def file_shape(path: str | os.PathLike) -> str:
     """``problems``, ``taco`` or ``lcb``: what the first record of a local file looks like."""
-    for _, record in iter_local(path):
-        for shape, fields in SHAPES.items():
-            if all(f in record for f in fields):
-                return shape
-        expected = "; ".join(f"{shape}: {', '.join(fields)}" for shape, fields in SHAPES.items())
-        raise DataError(f"not a problem file (its fields are {', '.join(record)}; expected {expected})",
-                        path=path, line=1)  # fmt: skip
-    raise DataError("empty file", path=path)
+    fields = first_fields(path)
+    if fields is None:
+        raise DataError("empty file", path=path)
+    for shape, needed in SHAPES.items():
+        if all(f in fields for f in needed):
+            return shape
+    expected = "; ".join(f"{shape}: {', '.join(needed)}" for shape, needed in SHAPES.items())
+    raise DataError(f"not a problem file (its fields are {', '.join(fields)}; expected {expected})",
+                    path=path, line=1)  # fmt: skip
