@@ -2,8 +2,8 @@
 
     TACO-verified T → problems (train / TACO-dev) and their perturbed twins; LiveCodeBench L → problems
       (the authors' released train and dev files as given); training problems found in an
-      evaluation set, as the files ship them, stop the run before (cobalt/data/overlap.py;
-      --allow_overlap)
+      evaluation set (compared as the files ship them, before the first stage) stop the run
+      (cobalt/data/overlap.py; --allow_overlap)
     → trajectories of the base model on the training problems (16 conversations, 2 feedback
       turns), on the true and on the perturbed public tests (or --trajectories FILE)
     → bandit prompts (dynamic sampling, max-variance 4, ≤ 3 turns), perturbed rows mixed in;
