@@ -199,15 +199,15 @@ def test_a_record_without_an_id_or_with_broken_tests_is_named_with_file_line_and
         read_problems(tmp_path / "dev.jsonl")
 
 
-def test_the_chains_problems_read_alike_from_parquet_and_jsonl(tmp_path):
+def test_the_chains_problems_read_alike_from_each_file_format_taco_verified_comes_in(tmp_path):
     from cobalt.data.overlap import chain_problems
 
     problems = load_problems()[:6]
     lcb_file(tmp_path / "test6.jsonl", limit=2, start=20)
-    for name in ("taco.jsonl", "taco.parquet"):
+    names = ("taco.jsonl", "taco.json", "taco.parquet")  # JSONL, one JSON array (as shipped), parquet
+    for name in names:
         taco_file(tmp_path / name, problems=problems)
-    jsonl, parquet = (
-        chain_problems(tmp_path / n, tmp_path / "test6.jsonl", dev_ratio=0.5)
-        for n in ("taco.jsonl", "taco.parquet")
+    jsonl, array, parquet = (
+        chain_problems(tmp_path / n, tmp_path / "test6.jsonl", dev_ratio=0.5) for n in names
     )
-    assert jsonl == parquet and [len(jsonl[0]), len(jsonl[1]["TACO-dev"])] == [3, 3]
+    assert jsonl == array == parquet and [len(jsonl[0]), len(jsonl[1]["TACO-dev"])] == [3, 3]
