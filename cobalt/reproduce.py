@@ -2,7 +2,8 @@
 
     TACO-verified T → problems (train / TACO-dev) and their perturbed twins; LiveCodeBench L → problems
       (the authors' released train and dev files as given); training problems found in an
-      evaluation set stop the run here (cobalt/data/overlap.py; --allow_overlap)
+      evaluation set (compared as the files ship them, before the first stage) stop the run
+      (cobalt/data/overlap.py; --allow_overlap)
     → trajectories of the base model on the training problems (16 conversations, 2 feedback
       turns), on the true and on the perturbed public tests (or --trajectories FILE)
     → bandit prompts (dynamic sampling, max-variance 4, ≤ 3 turns), perturbed rows mixed in;
@@ -170,18 +171,18 @@ def refuse_empty(files: dict[str, Path], trains_on_perturbed: bool) -> None:
                              "run (--new)")  # fmt: skip
 
 
-def refuse_overlap(run: Run, inputs: Inputs, files: dict[str, Path]) -> list:
-    """Training problems compared with every evaluation set (``cobalt.data.overlap``) before any
-    expensive stage: any overlap stops the run in one line naming the ids, unless
-    ``--allow_overlap``; what was found is kept in ``data/overlap.json`` for the report."""
+def refuse_overlap(run: Run, inputs: Inputs) -> list:
+    """Training problems compared with every evaluation set as the input files ship them
+    (``cobalt.data.overlap``), before the first stage: any overlap stops the run in one line,
+    unless ``--allow_overlap``; every pair found is first written to ``data/overlap.json``."""
+    from cobalt.data.overlap import chain_problems
     from cobalt.data.overlap import refuse_overlap as check
 
-    evaluations = {"TACO-dev": files["dev"], "LiveCodeBench": files["lcb"]}
-    if files.get("dev_perturbed") not in (None, files["dev"]):
-        evaluations["perturbed dev"] = files["dev_perturbed"]
-    found = check(files["train"], evaluations, inputs.allow_overlap)
-    record = {"allowed": inputs.allow_overlap, "overlaps": [dataclasses.asdict(o) for o in found]}
-    run.path("data/overlap.json").write_text(json.dumps(record, indent=1))
+    train, evaluations = chain_problems(inputs.taco, inputs.lcb, taco_dev=inputs.taco_dev,
+                                        dev_ratio=run.cfg.taco_dev_ratio, max_problems=run.cfg.max_problems)  # fmt: skip
+    found = check(train, evaluations, inputs.allow_overlap, run.path("data/overlap.json"), inputs.taco)
+    sizes = ", ".join(f"{name} {len(problems)}" for name, problems in evaluations.items())
+    run.log(f"overlap check: {len(train)} training problems against {sizes}: {len(found)} pair(s) found")
     if found:
         run.log(f"--allow_overlap: {len(found)} training problem(s) are also evaluated")
     return found
@@ -451,9 +452,9 @@ def base_model(run: Run, inputs: Inputs) -> Path:
 
 def run_chain(run: Run, inputs: Inputs) -> Path:
     started = time.monotonic()
+    refuse_overlap(run, inputs)
     files = problems(run, inputs)
     refuse_empty(files, trains_on_perturbed=not (single_turn(inputs.profile) or inputs.trajectories))
-    refuse_overlap(run, inputs, files)
     model = base_model(run, inputs)
     evaluated: dict[str, Path] = {}
     base_evals: dict[str, Path] = {}

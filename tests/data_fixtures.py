@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from cobalt.prompts import ALL_PUBLIC_PASSED_MARKER, SYSTEM_PROMPT
@@ -127,3 +128,70 @@ def lcb_file(path, limit: int | None = None, id_prefix: str = "lcb-", start: int
         row["question_id"] = f"{id_prefix}{i:04d}"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     return path
+
+
+def lcb_layout(question: str) -> str:
+    """A TACO/APPS statement laid out as LiveCodeBench ships AtCoder's: ``-----Input-----``
+    headers become ``Input`` lines, ``-----Sample Input-----`` (or ``-----Example-----``) becomes
+    ``Sample Input 1`` and so on (another sample section than the original's)."""
+    samples = 0
+
+    def header(match) -> str:
+        nonlocal samples
+        name = match.group(1).strip()
+        if name.lower().startswith(("sample input", "example")):
+            samples += 1
+        if name.lower().startswith(("sample", "example")):
+            name = f"{'Sample Output' if 'output' in name.lower() else 'Sample Input'} {samples}"
+        return f"\n{name}\n\n"
+
+    return re.sub(r"-----(.+?)-----\n?", header, question)
+
+
+def respaced(text: str) -> str:
+    """``text`` with every run of spaces doubled and every line break a blank line."""
+    return re.sub(r"\s+", lambda m: "\n\n" if "\n" in m.group() else "  ", text)
+
+
+REWORDED_CLOCK = (
+    "A wall clock uses 24-hour time written as HH:MM (hours 00-23, minutes 00-59) and wraps from "
+    "23:59 to 00:00. You know the time it shows now and an amount of minutes k. Which time will it "
+    "show after k more minutes? Read the time on line one and k on line two; print the answer as "
+    "HH:MM with leading zeros. k is between 0 and one billion."
+)
+
+
+def plant_lcb_copies(directory: Path, lcb_ids=("cobalt-003", "cobalt-009", "cobalt-005")) -> list[str]:
+    """``directory/test6.jsonl``: four embedded problems as LiveCodeBench ships them (statements
+    with their ``Sample Input 1`` sections, private tests compressed); ``directory/taco.jsonl``:
+    a TACO-verified file carrying the first three as shipped, under ids of their own, each in the
+    part the chain's seeded split trains on (rehearsal: half dev): the first statement verbatim,
+    the second re-spaced (both with 3 of their tests only), the third (``cobalt-005``: 26 tests,
+    more than the evaluation's 20 hidden) reworded with every test LiveCodeBench ships. Returns
+    the LiveCodeBench ids planted."""
+    from cobalt.data.embedded import load_problems, to_taco_records
+    from cobalt.data.embedded.problems import all_tests
+    from cobalt.data.taco import split_train_dev
+
+    problems = {p["id"]: p for p in load_problems()}
+    shipped = [problems[i] for i in lcb_ids] + [problems["cobalt-020"]]
+    lcb_file(directory / "test6.jsonl", problems=shipped)
+
+    def three_tests(p):
+        tests = all_tests(p)
+        return {
+            **p,
+            "public_tests": {k: v[:3] * 3 for k, v in tests.items()},
+            "hidden_tests": {"inputs": [], "outputs": []},
+        }
+
+    verbatim, spaced, reworded = (problems[i] for i in lcb_ids)
+    copies = [three_tests(verbatim), {**three_tests(spaced), "question": respaced(spaced["question"])},
+              {**reworded, "question": REWORDED_CLOCK}]  # fmt: skip
+    fillers = [p for p in problems.values() if p not in shipped][:7]
+    trained = sorted(split_train_dev(list(range(10)), 0.5, seed=42)[0])[:3]
+    rows = to_taco_records([copies.pop(0) if i in trained else fillers.pop(0) for i in range(10)])
+    for i, row in enumerate(rows):
+        row["id"] = f"taco-{i:05d}"
+    (directory / "taco.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return ["lcb-0000", "lcb-0001", "lcb-0002"]

@@ -250,19 +250,53 @@ def test_released_processed_files_enter_the_chain_without_reprocessing(tmp_path)
     assert [r["id"] for r in load_jsonl(files["train"])] == [r["id"] for r in records[:12]]
     assert [r["id"] for r in load_jsonl(files["dev"])] == [r["id"] for r in ptb]
     assert split_of(inputs) == "released"
-    assert refuse_overlap(run, inputs, files) == []  # none of the evaluation problems is trained on
+    assert refuse_overlap(run, inputs) == []  # none of the evaluation problems is trained on
+    assert_checked_problems_are_the_chains(cfg, inputs, files)
     assert files["dev_perturbed"] == tmp_path / "taco_cobalt_ptb.jsonl"  # used as released
     assert "perturbed public tests (dev)" not in run.state and "perturbed public tests (train)" in run.state
     assert all("perturbed_public_test_cases" in r for r in load_jsonl(files["train_perturbed"]))
+
+
+def assert_checked_problems_are_the_chains(cfg, inputs, files: dict) -> None:
+    """The overlap check, which reads the input files before any stage, compares the very
+    problems the stages then train on and evaluate, in their order."""
+    from cobalt.data.overlap import chain_problems
+
+    train, evaluations = chain_problems(inputs.taco, inputs.lcb, taco_dev=inputs.taco_dev,
+                                        dev_ratio=cfg.taco_dev_ratio, max_problems=cfg.max_problems)  # fmt: skip
+    checked = {"train": train, "dev": evaluations["TACO-dev"], "lcb": evaluations["LiveCodeBench"]}
+    for name, problems in checked.items():
+        assert [p.id for p in problems] == [str(r["id"]) for r in load_jsonl(files[name])], name
+
+
+def test_the_overlap_check_reads_the_problems_raw_taco_verified_gives_the_chain(tmp_path):
+    """Raw TACO-verified (one problem the filters drop) cut to 3 problems a set: the check's
+    training and evaluation problems are those the TACO stage's split and the cut give."""
+    from cobalt.config import from_dict, load_config
+    from cobalt.data.embedded import load_problems
+    from cobalt.reproduce import Inputs, PaperConfig, problems
+    from cobalt.stages import Run
+
+    raw = load_problems()[:10]
+    raw[4] = {**raw[4], "hidden_tests": {"inputs": [], "outputs": []}}  # fewer than 8 tests: dropped
+    taco_file(tmp_path / "taco.jsonl", problems=raw)
+    lcb_file(tmp_path / "test6.jsonl", limit=4, start=20)
+    cfg = dataclasses.replace(from_dict(PaperConfig, load_config("paper_rehearsal")), max_problems=3)
+    inputs = Inputs("multi_turn_qwen3_8b", str(tmp_path / "taco.jsonl"), str(tmp_path / "test6.jsonl"))
+    files = problems(Run(tmp_path / "run", cfg, "multi_turn_qwen3_8b"), inputs)
+    assert len(load_jsonl(tmp_path / "run/data/taco/taco_verified_filtered.jsonl")) == 9
+    assert_checked_problems_are_the_chains(cfg, inputs, files)
 
 
 @pytest.mark.parametrize("planted", ["TACO-dev", "LiveCodeBench"])
 def test_a_training_problem_that_is_also_evaluated_stops_the_run_before_its_first_expensive_stage(
     tmp_path, capsys, monkeypatch, planted
 ):
-    """The authors' layout (released train and perturbed dev) with one evaluation problem planted
-    in training under an id of its own: the run stops in one line naming both ids, before the base
-    model is even exported (the trajectories come after it)."""
+    """The authors' layout (released train and perturbed dev) with evaluation problems planted in
+    training under ids of their own (one of LiveCodeBench's; or 8 of TACO-dev's, 2 of them also
+    LiveCodeBench's): the run stops in
+    one line naming the ids on each side (the first 8 pairs, then a count) and the file that lists
+    every pair, written first, before the base model is even exported."""
     from cobalt import reproduce
     from cobalt.data.embedded import problem_records
     from cobalt.data.perturb import perturb_records
@@ -270,14 +304,18 @@ def test_a_training_problem_that_is_also_evaluated_stops_the_run_before_its_firs
 
     records = problem_records()
     train = records[:6]
-    dev, _ = perturb_records(enumerate(records[6:9], start=1))
+    dev, _ = perturb_records(enumerate(records[6:15], start=1))
     lcb_file(tmp_path / "test6.jsonl", limit=2, start=20)
-    if planted == "TACO-dev":
-        train.append({**dev[1], "id": "train-planted"})
-        expected = f"TACO-dev: train train-planted = {dev[1]['id']} (statement+tests)"
+    if planted == "TACO-dev":  # 8 trained (the rehearsal's cut), the first 2 also LiveCodeBench's
+        train = [{**d, "id": f"train-planted-{i}"} for i, d in enumerate(dev[:8])] + train
+        lcb_file(tmp_path / "test6.jsonl", start=6, limit=2)
+        expected = f"TACO-dev: train train-planted-1 = {dev[1]['id']} (statement+tests)"
+        pairs = {(f"train-planted-{i}", d["id"]) for i, d in enumerate(dev[:8])}
+        pairs |= {("train-planted-0", "lcb-0000"), ("train-planted-1", "lcb-0001")}
     else:
         train.append({**records[21], "id": "train-planted"})
         expected = "LiveCodeBench: train train-planted = lcb-0001 (statement"
+        pairs = {("train-planted", "lcb-0001")}
     write_jsonl(tmp_path / "train.jsonl", train)
     write_jsonl(tmp_path / "ptb.jsonl", dev)
     reached = []
@@ -290,6 +328,39 @@ def test_a_training_problem_that_is_also_evaluated_stops_the_run_before_its_firs
     assert len(err) == 1 and err[0].startswith("error: ") and expected in err[0], err
     assert "--allow_overlap" in err[0] and reached == []
     assert not (tmp_path / "run/trajectories").exists()
+    record = tmp_path / "run/data/overlap.json"
+    assert f"all {len(pairs)} pair(s) in {record}" in err[0] and ("; and 1 more" in err[0]) == (
+        len(pairs) == 9
+    )
+    assert {(o["train_id"], o["eval_id"]) for o in json.loads(record.read_text())["overlaps"]} == pairs
+
+
+def test_livecodebench_statements_as_shipped_in_raw_taco_stop_the_rehearsal_before_its_first_stage(
+    tmp_path, capsys, monkeypatch
+):
+    """A TACO-verified file carrying three LiveCodeBench problems as that dataset ships them
+    (one statement verbatim, one re-spaced, one reworded with every shipped test, 26 of them):
+    the rehearsal stops before the TACO stage (which runs every reference solution), names all
+    three, and has written every pair to data/overlap.json, which the error names."""
+    from data_fixtures import plant_lcb_copies
+
+    from cobalt import reproduce
+
+    planted = plant_lcb_copies(tmp_path)
+    run_dir = tmp_path / "run"
+    monkeypatch.setattr(reproduce, "base_model", lambda run, inputs: 1 / 0)  # past the stages
+    argv = ["--rehearse", "--profile", "multi_turn_qwen3_8b", "--taco", str(tmp_path / "taco.jsonl"),
+            "--lcb", str(tmp_path / "test6.jsonl"), "--run_dir", str(run_dir)]  # fmt: skip
+    assert reproduce.main(argv) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: 3 training problem(s) of "), err
+    assert all(f"= {lcb_id} (" in err[0] for lcb_id in planted), err[0]
+    assert f"in {run_dir / 'data/overlap.json'}" in err[0] and "--allow_overlap" in err[0]
+    record = json.loads((run_dir / "data/overlap.json").read_text())
+    assert sorted(o["eval_id"] for o in record["overlaps"]) == planted and record["allowed"] is False
+    hows = {o["eval_id"]: o["how"] for o in record["overlaps"]}
+    assert hows == {"lcb-0000": "statement", "lcb-0001": "statement", "lcb-0002": "tests"}
+    assert not (run_dir / "data/taco").exists() and not (run_dir / "logs/taco.log").exists()
 
 
 def one_test_eight_times(problem: dict) -> dict:

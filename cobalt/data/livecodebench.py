@@ -124,6 +124,12 @@ def _public_tests(raw: dict, path, line) -> list[dict]:
     return _check_pairs(value, "public_test_cases", path, line)
 
 
+def shipped_tests(raw: dict, *, path=None, line=None) -> list[dict]:
+    """Every test of a raw record: the public ones, then every private one (none left out)."""
+    private = decode_private_tests(raw["private_test_cases"], path=path, line=line)
+    return _public_tests(raw, path, line) + private
+
+
 def convert_record(raw: dict, *, path=None, line=None, max_hidden: int | None = MAX_HIDDEN) -> dict:
     """One raw test6 record → a problem record (other raw fields are kept)."""
     for name in RAW_FIELDS:

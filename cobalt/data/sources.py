@@ -33,14 +33,17 @@ def iter_records(
     yield from iter_local(source, required)
 
 
-def iter_local(path: str | os.PathLike, required: Iterable[str] = ()) -> Iterator[tuple[int, dict]]:
+def iter_local(
+    path: str | os.PathLike, required: Iterable[str] = (), columns: list[str] | None = None
+) -> Iterator[tuple[int, dict]]:
     """Yield ``(line, record)`` from a local JSONL or parquet file, or a JSON array (TACO-verified
-    ships as one: ``line`` is then the record's position in the array)."""
+    ships as one: ``line`` is then the record's position in the array). Of a parquet file only
+    ``columns`` are read when given (a JSON record is read whole)."""
     path = Path(path)
     if not path.is_file():
         raise DataError("file does not exist", path=path)
     if path.suffix == ".parquet":
-        yield from _iter_parquet(path, tuple(required))
+        yield from _iter_parquet(path, tuple(required), columns)
     elif is_json_array(path):
         yield from _iter_json_array(path, tuple(required))
     else:
@@ -91,11 +94,13 @@ def _iter_json_array(path: Path, required: tuple, chunk_chars: int = 1 << 22) ->
             yield row, checked_record(record, required, path, row)
 
 
-def _iter_parquet(path: Path, required: tuple) -> Iterator[tuple[int, dict]]:
+def _iter_parquet(
+    path: Path, required: tuple, columns: list[str] | None = None
+) -> Iterator[tuple[int, dict]]:
     import pyarrow.parquet as pq
 
     try:
-        table = pq.read_table(path)
+        table = pq.read_table(path, columns=columns)
     except Exception as e:  # pyarrow raises several types for a damaged file
         raise DataError(f"cannot read parquet ({e})", path=path) from None
     for row, record in enumerate(table.to_pylist(), start=1):
@@ -137,13 +142,29 @@ SHAPES = {
 }
 
 
+def first_fields(path: str | os.PathLike) -> list[str] | None:
+    """The fields of a local file's first record (of a parquet file: its columns, read from its
+    footer alone); ``None`` when it holds none."""
+    path = Path(path)
+    if path.suffix == ".parquet" and path.is_file():
+        import pyarrow.parquet as pq
+
+        try:
+            parquet = pq.ParquetFile(path)
+        except Exception as e:  # pyarrow raises several types for a damaged file
+            raise DataError(f"cannot read parquet ({e})", path=path) from None
+        return parquet.schema_arrow.names if parquet.metadata.num_rows else None
+    return next((list(record) for _, record in iter_local(path)), None)
+
+
 def file_shape(path: str | os.PathLike) -> str:
     """``problems``, ``taco`` or ``lcb``: what the first record of a local file looks like."""
-    for _, record in iter_local(path):
-        for shape, fields in SHAPES.items():
-            if all(f in record for f in fields):
-                return shape
-        expected = "; ".join(f"{shape}: {', '.join(fields)}" for shape, fields in SHAPES.items())
-        raise DataError(f"not a problem file (its fields are {', '.join(record)}; expected {expected})",
-                        path=path, line=1)  # fmt: skip
-    raise DataError("empty file", path=path)
+    fields = first_fields(path)
+    if fields is None:
+        raise DataError("empty file", path=path)
+    for shape, needed in SHAPES.items():
+        if all(f in fields for f in needed):
+            return shape
+    expected = "; ".join(f"{shape}: {', '.join(needed)}" for shape, needed in SHAPES.items())
+    raise DataError(f"not a problem file (its fields are {', '.join(fields)}; expected {expected})",
+                    path=path, line=1)  # fmt: skip

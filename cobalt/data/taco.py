@@ -111,6 +111,13 @@ def _decode(value, what: str, path, line):
         raise DataError(f"not valid JSON ({e.msg})", path=path, line=line, field=what) from None
 
 
+def shipped_tests(raw: dict, *, path=None, line=None) -> tuple[list, list]:
+    """Every test of a raw record as the dataset ships it (list items joined as the filters join them)."""
+    input_output = _decode(raw["input_output"], "input_output", path, line)
+    inputs, outputs = input_output.get("inputs") or [], input_output.get("outputs") or []
+    return [_as_string(x) for x in inputs], [_as_string(x) for x in outputs]
+
+
 def filter_record(raw: dict, *, path=None, line=None, num_public: int = NUM_PUBLIC) -> dict:
     """One raw TACO record → a problem record, or :class:`Dropped` with the reason."""
     for name in RAW_FIELDS:
