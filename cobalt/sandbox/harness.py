@@ -588,7 +588,7 @@ def finish(run, loop, limits, emit, disk, killed_for_time=False):
         os.close(fd)
     over_disk = disk.exceeded or disk.check()
     remove_tree(run.workdir)
-    cpu = usage.ru_utime + usage.ru_stime
+    cpu = max(usage.ru_utime + usage.ru_stime, run.group_cpu or 0.0)  # with what left its group
     rc = os.waitstatus_to_exitcode(wait_status)
     if over_disk:
         status = "disk_limit"
