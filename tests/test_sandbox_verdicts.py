@@ -180,8 +180,9 @@ def test_request_over_its_bound_gets_the_single_reference_entry():
 
     from cobalt.sandbox import default_config
 
-    cfg = replace(default_config(), request_timeout_s=2.0)
-    result = evaluate("import time\ntime.sleep(30)\n", cases(("", ""), ("", "")), cfg)
+    # Two rounds of 0.5 CPU-s loops on the reference's schedule: 1 s, over a 0.7 s bound.
+    cfg = replace(default_config(), test_timeout_s=0.5, request_timeout_s=0.7)
+    result = evaluate("while True:\n    pass\n", cases(*[("", "")] * 8), cfg)
     assert result == {"passing": [False], "feedback": [REQUEST_TIMEOUT_FEEDBACK]}
     assert REQUEST_TIMEOUT_FEEDBACK == (
         "TimeoutError: Program timed out because it did not finish running all test cases within 30 seconds."

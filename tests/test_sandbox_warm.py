@@ -104,7 +104,7 @@ def test_posix_message_queues_are_refused(cfg):
 def test_a_request_past_its_deadline_discards_its_sandbox(cfg):
     run_in_sandbox("print(1)", [""], cfg)
     [first] = idle_sandboxes(cfg)
-    slow = dataclasses.replace(cfg, request_timeout_s=1.0, wall_timeout_s=30)
+    slow = dataclasses.replace(cfg, request_wall_timeout_s=1.0, wall_timeout_s=30)
     WARM_POOL._idle[slow] = WARM_POOL._idle.pop(cfg)  # the same sandbox, under the shorter deadline
     with pytest.raises(RequestTimeout):
         run_in_sandbox("import time\ntime.sleep(20)\n", [""], slow)

@@ -83,3 +83,14 @@ def test_burst_of_500_concurrent_requests_all_answered_without_flooding_the_log(
     # a saturated evaluator does not flood the caller's log (it had several hundred such lines)
     interval = load_client_config().late_replica_warning_interval_s
     assert warnings.count <= 1 + elapsed // interval
+
+
+def test_each_replica_counts_its_requests_by_how_they_ended(evaluator_app):
+    from cobalt.sandbox.evaluation import OUTCOMES
+
+    pending = [evaluator_app.remote({"code": ADD, "test_cases": cases(2)}) for _ in range(20)]
+    assert all(r.result(timeout_s=120)["passing"] == [True, True] for r in pending)
+    for _ in range(4):  # 20 requests at once reached both replicas; ask whichever answers
+        counts = evaluator_app.metrics.remote().result(timeout_s=60)
+        assert set(counts) == set(OUTCOMES)
+        assert counts["judged"] > 0 and counts["wall_backstop"] == counts["over_bound"] == 0

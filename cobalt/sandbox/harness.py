@@ -11,6 +11,7 @@ and writes one framed record per finished test on stdout (parsed defensively by 
     b"<index> <status> <exit code> <cpu seconds> <stdout length> <stderr length>\\n" + stdout + stderr
 
 status: ``exit`` (the program ended by itself), ``timeout`` (CPU limit or wall backstop),
+``over_bound`` (not run to its end: the tests before it are already over the request's bound),
 ``output_limit`` (stopped for printing too much), ``disk_limit`` (the request's files outgrew
 its scratch bound: the tests running then and those not yet started), ``memory_limit`` (the
 processes of a test, or of the whole request, held more memory together than allowed). Expected outputs never
@@ -587,7 +588,7 @@ def finish(run, loop, limits, emit, disk, killed_for_time=False):
         os.close(fd)
     over_disk = disk.exceeded or disk.check()
     remove_tree(run.workdir)
-    cpu = usage.ru_utime + usage.ru_stime
+    cpu = max(usage.ru_utime + usage.ru_stime, run.group_cpu or 0.0)  # with what left its group
     rc = os.waitstatus_to_exitcode(wait_status)
     if over_disk:
         status = "disk_limit"
@@ -783,6 +784,45 @@ def stop_all(running, pending, loop, limits, emit, disk, status="disk_limit"):
         emit(pending.pop(), status, 0, 0.0, b"", b"")
 
 
+# --- the request's bound, on the reference's schedule replayed in CPU time ----------------------
+
+def charged_seconds(status, cpu, limit):
+    """What a test counts towards the request's bound: its CPU time, or its whole limit if it timed
+    out (the reference's test then takes its whole limit)."""
+    return limit if status == "timeout" else min(cpu, limit)
+
+
+def replayed_seconds(durations, lanes):
+    """How long tests lasting ``durations`` take when run in order at most ``lanes`` at once, each
+    starting as soon as a lane is free: the reference's pool of test workers on an idle machine."""
+    ends = [0.0] * lanes
+    for duration in durations:
+        at = ends.index(min(ends))
+        ends[at] += duration
+    return max(ends)
+
+
+class RequestBound:
+    """Whether the request is surely over its bound (``request_bound_seconds``): the replayed
+    schedule of the finished tests, the others counted as taking no time, is a lower bound (a
+    schedule never gets shorter when one of its tests gets longer). The launcher decides on all of
+    them; this only stops a request that cannot pass any more."""
+
+    def __init__(self, count, limits):
+        self.durations = [0.0] * count
+        self.total = 0.0
+        self.limit, self.lanes = limits["cpu_seconds"], limits["concurrency"]
+        self.seconds = limits["request_bound_seconds"]
+        self.exceeded = False
+
+    def add(self, index, status, cpu):
+        charged = charged_seconds(status, cpu, self.limit)
+        self.durations[index] = charged
+        self.total += charged
+        if self.total > self.seconds:  # else the schedule, at most the sum of its tests, fits
+            self.exceeded = replayed_seconds(self.durations, self.lanes) > self.seconds
+
+
 # --- CPU time and memory of everything a request starts --------------------------------------------
 
 class ProcessWatch:
@@ -890,16 +930,27 @@ def fresh_stdio():
 
 
 def run_tests(program, inputs, limits, emit, landlock=None):
-    """Run every input with at most ``limits['concurrency']`` children at once."""
+    """Run every input with at most ``limits['concurrency']`` children at once; stop the rest once
+    the finished tests' replayed schedule is over the request's bound."""
     loop = Loop()
     stdio = fresh_stdio()
     disk = DiskWatch(limits)
     processes = ProcessWatch(limits)
+    bound = RequestBound(len(inputs), limits)
+    report = emit
+
+    def emit(index, status, rc, cpu, stdout, stderr):
+        bound.add(index, status, cpu)
+        report(index, status, rc, cpu, stdout, stderr)
+
     give_up_at = time.monotonic() + limits["request_seconds"]  # the launcher has stopped waiting
     pending = list(range(len(inputs)))
     pending.reverse()
     running = {}
     while (pending or running) and time.monotonic() < give_up_at:
+        if bound.exceeded:
+            stop_all(running, pending, loop, limits, report, disk, "over_bound")
+            break
         while pending and len(running) < limits["concurrency"]:
             index = pending.pop()
             run = start_test(index, program, inputs[index], limits, loop, stdio, landlock)

@@ -25,7 +25,7 @@ Host scratch dirs live in ``<scratch_root>/cobalt-scratch-<euid>/slot-<k>/``; wh
 ``k`` removes what an earlier holder left there (one killed mid-request), and each process, when it
 first uses the sandbox, also ends what the uids of slots nobody holds still run. Every sandbox gets
 SIGKILL when the thread that started it dies (``setpriv --pdeathsig``), and its harness gives up
-after ``request_timeout_s`` on its own.
+after ``request_wall_timeout_s`` on its own.
 
 There is no unsandboxed mode: if no backend works, :class:`SandboxUnavailable` is raised.
 """
@@ -91,7 +91,7 @@ class SandboxUnavailable(SandboxError):
 
 
 class RequestTimeout(SandboxError):
-    """The whole request did not finish within ``request_timeout_s``."""
+    """The whole request did not finish within ``request_wall_timeout_s`` of wall clock."""
 
 
 @dataclass(frozen=True)
@@ -454,10 +454,10 @@ def get_backend(cfg: SandboxConfig):
 def run_in_sandbox(code: str, inputs: list[str], cfg: SandboxConfig) -> list[dict | None]:
     """Run ``code`` on every input; one harness result per test (None if the sandbox died first).
 
-    Raises RequestTimeout past ``request_timeout_s`` and SandboxError if the sandbox cannot start.
+    Raises RequestTimeout past ``request_wall_timeout_s`` and SandboxError if the sandbox cannot start.
     """
     backend = get_backend(cfg)
-    deadline = time.monotonic() + cfg.request_timeout_s
+    deadline = time.monotonic() + cfg.request_wall_timeout_s
     if cfg.warm and backend.warm:
         return _launch_warm(backend, cfg, code, inputs, deadline)
     return _launch(backend, cfg, code, inputs, deadline)
@@ -494,7 +494,9 @@ def _launch(backend, cfg: SandboxConfig, code: str, inputs: list[str], deadline:
                 out, err = proc.communicate(stdin, timeout=max(0.0, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
             _kill(proc)
-            raise RequestTimeout(f"request exceeded {cfg.request_timeout_s:g} s") from None
+            raise RequestTimeout(
+                f"request exceeded the {cfg.request_wall_timeout_s:g} s wall backstop"
+            ) from None
         finally:
             _kill(proc)
             backend.cleanup(slot)
@@ -628,7 +630,9 @@ class WarmSandbox:
             while True:
                 now = time.monotonic()
                 if now >= deadline:
-                    raise RequestTimeout(f"request exceeded {self.cfg.request_timeout_s:g} s")
+                    raise RequestTimeout(
+                        f"request exceeded the {self.cfg.request_wall_timeout_s:g} s wall backstop"
+                    )
                 if every_tick and now >= next_tick:
                     next_tick = now + CPU_CHECK_S
                     if not every_tick():

@@ -18,7 +18,8 @@ from concurrent.futures import ThreadPoolExecutor
 from ray import serve
 
 from cobalt.config import check_ranges, config_path, from_dict, load_config
-from cobalt.sandbox import SandboxConfig, evaluate
+from cobalt.sandbox import SandboxConfig
+from cobalt.sandbox.evaluation import REQUEST_OUTCOMES, judge
 from cobalt.sandbox.runner import get_backend
 from cobalt.testcases import failure_result
 
@@ -67,6 +68,12 @@ class Evaluator:
         # Requests beyond `sandboxes` wait here, inside the replica, rather than in Serve's router
         # (whose retry back-off left replicas idle under a burst).
         self.pool = ThreadPoolExecutor(max_workers=sandboxes, thread_name_prefix="sandbox")
+        self.outcomes = serve.metrics.Counter(
+            "cobalt_evaluator_requests",
+            description="Requests by how they ended: judged, over_bound (replayed schedule over "
+            "request_timeout_s), wall_backstop (request_wall_timeout_s), invalid_request, sandbox_error.",
+            tag_keys=("outcome",),
+        )
 
     async def __call__(self, request) -> dict:
         if not isinstance(request, dict) or "code" not in request or "test_cases" not in request:
@@ -75,11 +82,19 @@ class Evaluator:
                 if not isinstance(request, dict)
                 else "missing field " + ", ".join(repr(f) for f in ("code", "test_cases") if f not in request)
             )
+            REQUEST_OUTCOMES.add("invalid_request")
+            self.outcomes.inc(tags={"outcome": "invalid_request"})
             return failure_result(f"Exception: invalid request: {missing}")
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(
-            self.pool, evaluate, request["code"], request["test_cases"], self.cfg
+        result, outcome = await loop.run_in_executor(
+            self.pool, judge, request["code"], request["test_cases"], self.cfg
         )
+        self.outcomes.inc(tags={"outcome": outcome})
+        return result
+
+    def metrics(self) -> dict[str, int]:
+        """This replica's requests by how they ended (``cobalt.sandbox.evaluation.OUTCOMES``)."""
+        return REQUEST_OUTCOMES.snapshot()
 
 
 def build_app(config_name: str | None = None):
