@@ -8,10 +8,14 @@ import math
 
 import pytest
 
+from cobalt.config import config_dir, load_config
 from cobalt.reward import compute_score, format_reward, score_details
 from cobalt.reward.config import reward_config
 from cobalt.reward.score import correctness_reward, with_improvement
 from cobalt.reward.tokens import token_counter
+from cobalt.train.reward_manager import RewardManagerSettings
+
+ITEM_TIMEOUT = "reward.reward_kwargs.cobalt.timeout_s"
 
 CFG = reward_config()
 count = token_counter("o200k_base")
@@ -251,3 +255,20 @@ def test_compute_score_with_the_real_sandbox(monkeypatch):
     )
     assert right == 1.0
     assert wrong == pytest.approx(-0.1 + math.tanh(count("Let me add the numbers.") / 1024) * 0.075)
+
+
+@pytest.mark.parametrize("evaluator", sorted(p.stem for p in config_dir().glob("evaluator*.yaml")))
+def test_the_evaluators_verdict_arrives_before_any_callers_clock_runs_out(evaluator):
+    """Verdicts do not depend on load only if no caller gives up first: the evaluator's wall
+    backstop ends a request before the reward's call times out (a failing test), and that before the
+    reward manager's per-item timeout (-1.0). A caller cutting a loaded request short would let one
+    sample's load lower its neighbours' rewards."""
+    from cobalt.serve.evaluator import load_evaluator_config
+    from cobalt.train.profile import load_profile, override_value
+
+    sandbox, _ = load_evaluator_config(evaluator)
+    profiles = [p.stem for p in (config_dir() / "train").glob("*.yaml") if p.stem != "common"]
+    item_timeouts = [override_value(load_profile(p).overrides, ITEM_TIMEOUT) for p in profiles]
+    shortest_item = min(float(t or RewardManagerSettings().timeout_s) for t in item_timeouts)
+    assert sandbox.request_wall_timeout_s < reward_config().call_timeout_s < shortest_item
+    assert sandbox.request_wall_timeout_s < load_config("inference")["evaluator_timeout_s"]

@@ -13,7 +13,7 @@ class RewardConfig:
     evaluator: str = "serve"
     evaluator_app: str = "evaluator"
     evaluator_deployment: str = "Evaluator"
-    call_timeout_s: float = 30.0
+    call_timeout_s: float = 270.0  # above the evaluator's wall backstop: its verdict decides
     tokenizer: str = "o200k_base"
     fallback_tokenizer: str | None = None
     reward_all_pass: float = 1.0

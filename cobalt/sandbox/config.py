@@ -17,7 +17,7 @@ class SandboxConfig:
     wall_timeout_s: float = 12.0  # wall-clock backstop per test for blocked programs
     # the whole request: its tests' CPU times replayed on the reference's schedule (harness.py)
     request_timeout_s: float = 27.0
-    request_wall_timeout_s: float = 300.0  # wall-clock backstop for a whole request
+    request_wall_timeout_s: float = 240.0  # wall-clock backstop for a whole request
     test_concurrency: int = 4
     memory_mb: int = 1024
     max_processes: int = 64

@@ -193,7 +193,7 @@ def within_evaluator_capacity(overrides: list[str], capacity: int) -> tuple[list
     """The overrides with the reward manager's ``max_in_flight`` lowered to ``capacity`` (requests
     the evaluator runs at once), and a note saying so, or None when it already fits.
 
-    The reward's evaluator call times out after ``call_timeout_s`` (30 s, the reference's), counted
+    The reward's evaluator call times out after ``call_timeout_s`` (270 s, above the evaluator's wall backstop), counted
     from the call; a call the evaluator cannot start yet waits on that clock, so under load a right
     program scored as a timeout (a failing test). Waiting for the manager's slot is not on it."""
     value = override_value(overrides, REWARD_IN_FLIGHT)
