@@ -13,7 +13,6 @@ from cobalt.data.novelty import (
     config_novelty,
     counts,
     main,
-    normalize_program,
     program_novelty,
     run_novelty,
     strict_novelty,
@@ -21,6 +20,7 @@ from cobalt.data.novelty import (
 )
 from cobalt.data.procedural.generate import reference_solution
 from cobalt.data.procedural.splits import build_splits, write_splits
+from cobalt.data.program_form import normalize_program
 
 
 def test_renamed_variables_functions_and_arguments_normalize_equal():

@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from cobalt.data.execute import run_jobs
-from cobalt.data.novelty import normalized_or_text
+from cobalt.data.program_form import normalized_or_text
 from cobalt.extract import extract_code
 from cobalt.testcases import parse_test_cases
 
