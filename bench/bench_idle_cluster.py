@@ -47,7 +47,7 @@ def main(argv: list[str] | None = None) -> int:
 
     import yaml
 
-    from cobalt.config import load_config
+    from cobalt.common.config import load_config
     from cobalt.serve.cluster import PrivateRayHead, connect, free_port
     from cobalt.serve.engine import load_engine_config, start_engine_app
     from cobalt.serve.evaluator import start_evaluator_app

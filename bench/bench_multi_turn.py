@@ -28,8 +28,8 @@ from pathlib import Path
 
 async def reference_problem(record, model, executor, sampling, turns, public_field, rng):
     """The reference's loop for one problem: whole-turn barriers, a random sleep per call."""
+    from cobalt.common.extract import extract_code
     from cobalt.data.trajectories import add_turn, start_conversation
-    from cobalt.extract import extract_code
 
     async def run(response):
         await asyncio.sleep(rng.uniform(0.1, 1.1))
@@ -86,7 +86,7 @@ def main(argv=None) -> dict:
     p.add_argument("--json", default=None, help="also write the report here")
     args = p.parse_args(argv)
 
-    from cobalt.config import load_config
+    from cobalt.common.config import load_config
     from cobalt.data import embedded
     from cobalt.data.embedded import problem_records
     from cobalt.data.execute import Executor

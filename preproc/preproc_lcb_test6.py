@@ -5,7 +5,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from cobalt._venv import use_project_python
+from cobalt.common.venv import use_project_python
 
 use_project_python()
 
@@ -13,10 +13,10 @@ import argparse
 
 from tqdm import tqdm
 
-from cobalt.argtypes import non_negative_int
+from cobalt.common.argtypes import non_negative_int
+from cobalt.common.jsonl import write_jsonl
 from cobalt.data import cli, livecodebench
 from cobalt.data.sources import iter_local
-from cobalt.jsonl import write_jsonl
 
 
 def parse_args():

@@ -5,17 +5,17 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from cobalt._venv import use_project_python
+from cobalt.common.venv import use_project_python
 
 use_project_python()
 
 import argparse
 import os
 
-from cobalt.argtypes import fraction, non_negative_int
+from cobalt.common.argtypes import fraction, non_negative_int
+from cobalt.common.jsonl import write_jsonl
 from cobalt.data import cli, taco
 from cobalt.data.sources import iter_records
-from cobalt.jsonl import write_jsonl
 
 OUTPUT_NAMES = {
     "all": "taco_verified_filtered.jsonl",

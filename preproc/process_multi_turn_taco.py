@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from cobalt._venv import use_project_python
+from cobalt.common.venv import use_project_python
 
 use_project_python()
 
@@ -14,11 +14,11 @@ import argparse
 
 from tqdm import tqdm
 
-from cobalt.argtypes import positive_int
+from cobalt.common.argtypes import positive_int
+from cobalt.common.jsonl import write_jsonl
 from cobalt.data import bandit, cli
 from cobalt.data.tokens import load_tokenizer, prompt_token_counter
 from cobalt.data.trajectories import read_trajectories
-from cobalt.jsonl import write_jsonl
 
 
 def parse_args():

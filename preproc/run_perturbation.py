@@ -5,16 +5,16 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from cobalt._venv import use_project_python
+from cobalt.common.venv import use_project_python
 
 use_project_python()
 
 import argparse
 
+from cobalt.common.jsonl import write_jsonl
 from cobalt.data import cli
 from cobalt.data.perturb import perturb_records
 from cobalt.data.sources import iter_local
-from cobalt.jsonl import write_jsonl
 
 
 def parse_args():

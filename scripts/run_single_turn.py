@@ -5,7 +5,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from cobalt._venv import use_project_python
+from cobalt.common.venv import use_project_python
 
 use_project_python()
 

@@ -112,7 +112,7 @@ def tiny_engine(ray_cluster, evaluator_app, tmp_path_factory):
     vLLM start-up per session instead of one per module)."""
     import yaml
 
-    from cobalt.config import load_config
+    from cobalt.common.config import load_config
     from cobalt.serve.engine import load_engine_config, start_engine_app
     from cobalt.train.tiny_policy import random_policy
 

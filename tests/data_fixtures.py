@@ -6,7 +6,7 @@ import json
 import re
 from pathlib import Path
 
-from cobalt.prompts import ALL_PUBLIC_PASSED_MARKER, SYSTEM_PROMPT
+from cobalt.common.prompts import ALL_PUBLIC_PASSED_MARKER, SYSTEM_PROMPT
 
 
 def tests_json(n: int, prefix: str = "") -> str:

@@ -12,13 +12,13 @@ from pathlib import Path
 import pytest
 
 from cobalt.analysis.turn_errors import extract_cases, is_hacking_turn, shown_tests
+from cobalt.common.errors import DataError
+from cobalt.common.jsonl import load_jsonl, write_jsonl
+from cobalt.common.prompts import FEEDBACK_HEADER, shown_feedback
+from cobalt.common.testcases import dump_test_cases, pass_rate
 from cobalt.data.perturb import perturb_records
 from cobalt.data.trajectories import add_turn, start_conversation
-from cobalt.errors import DataError
-from cobalt.jsonl import load_jsonl, write_jsonl
-from cobalt.prompts import FEEDBACK_HEADER, shown_feedback
 from cobalt.sandbox import evaluate
-from cobalt.testcases import dump_test_cases, pass_rate
 
 ROOT = Path(__file__).resolve().parents[1]
 SUM = "a, b = map(int, input().split())\nprint(a + b)"

@@ -13,9 +13,9 @@ import pytest
 
 from cobalt.analysis.cli import load_cases, print_summary
 from cobalt.analysis.judge import LABELS, build_messages, judge_file, parse_verdict, summarize
-from cobalt.errors import DataError
+from cobalt.common.errors import DataError
+from cobalt.common.jsonl import load_jsonl, write_jsonl
 from cobalt.infer.llm import Completion, EngineError
-from cobalt.jsonl import load_jsonl, write_jsonl
 from cobalt.serve.cluster import free_port
 
 ROOT = Path(__file__).resolve().parents[1]

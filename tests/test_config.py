@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from cobalt.config import load_config
-from cobalt.errors import ConfigError
+from cobalt.common.config import load_config
+from cobalt.common.errors import ConfigError
 
 
 def test_a_child_config_changes_only_what_it_lists(tmp_path):
@@ -221,9 +221,9 @@ def test_a_wrong_value_in_the_reward_config_names_the_file_and_key(tmp_path, key
 
 
 def test_every_shipped_config_has_the_right_types():
-    from cobalt.config import from_dict
-    from cobalt.quickstart import QuickstartConfig
-    from cobalt.reproduce import PaperConfig
+    from cobalt.common.config import from_dict
+    from cobalt.recipes.paper.reproduce import PaperConfig
+    from cobalt.recipes.quickstart.run import QuickstartConfig
     from cobalt.reward.config import reward_config
     from cobalt.serve.client import load_client_config
     from cobalt.serve.engine import load_engine_config

@@ -6,8 +6,8 @@ import json
 
 from data_fixtures import lcb_file
 
+from cobalt.common.jsonl import write_jsonl
 from cobalt.infer.context_budget import estimate, per_turn_tokens, turns_that_fit
-from cobalt.jsonl import write_jsonl
 
 
 def test_a_turn_fits_while_its_prompt_plus_the_answer_budget_is_within_the_window():

@@ -11,14 +11,14 @@ from types import SimpleNamespace
 import pytest
 from infer_fixtures import FAILED, PID, ScriptedModel, answer, problem_records, programs
 
+from cobalt.common.errors import DataError
+from cobalt.common.jsonl import write_jsonl
 from cobalt.data.trajectories import validate
-from cobalt.errors import DataError
 from cobalt.eval.hidden import evaluate_record
-from cobalt.eval.paper_report import write_paper_report
 from cobalt.infer.llm import ContextWindowExceeded
 from cobalt.infer.multi_turn import debug_problem
 from cobalt.infer.single_turn import Sampling, sample_problem
-from cobalt.jsonl import write_jsonl
+from cobalt.recipes.paper.report import write_paper_report
 
 
 def window(limit: int):

@@ -12,9 +12,9 @@ import pyarrow.parquet as pq
 import pytest
 from test_data_verl import load_with_verl
 
+from cobalt.common.jsonl import load_jsonl
 from cobalt.data.demo import build_demo
 from cobalt.data.synthetic import SyntheticOptions
-from cobalt.jsonl import load_jsonl
 
 ROOT = Path(__file__).resolve().parents[1]
 LIMIT = 8

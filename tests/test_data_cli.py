@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from data_fixtures import trajectory
 
-from cobalt.jsonl import write_jsonl
+from cobalt.common.jsonl import write_jsonl
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPTS = [
@@ -203,8 +203,8 @@ def test_a_byte_that_is_not_utf8_is_named_with_its_line(tmp_path, tiny_tokenizer
 
 
 def test_resume_names_a_non_utf8_line_but_forgives_a_torn_last_one(tmp_path):
-    from cobalt.errors import DataError
-    from cobalt.jsonl import done_ids
+    from cobalt.common.errors import DataError
+    from cobalt.common.jsonl import done_ids
 
     path = tmp_path / "out.jsonl"
     path.write_bytes(b'{"id": 1}\n{"id": 2, "x": "\xe9"}\n{"id": 3}\n{"id": 4, "x": "\xe9')

@@ -11,15 +11,15 @@ import json
 
 import pytest
 
+from cobalt.common.extract import extract_code
+from cobalt.common.jsonl import load_jsonl, write_jsonl
+from cobalt.common.prompts import ALL_PUBLIC_PASSED_MARKER
 from cobalt.data import bandit
 from cobalt.data.mutations import BUG_CLASSES, Survival, mutants, pick_candidates, surviving_mutants
 from cobalt.data.procedural import record, reference_solution
 from cobalt.data.procedural.offline import main as offline_main
 from cobalt.data.procedural.offline import manifest_path
 from cobalt.data.trajectories import read_trajectories
-from cobalt.extract import extract_code
-from cobalt.jsonl import load_jsonl, write_jsonl
-from cobalt.prompts import ALL_PUBLIC_PASSED_MARKER
 
 # one instance each; between them every bug class has mutants that fail
 FAMILIES = ("count_greater", "sort_asc", "add_two")

@@ -10,6 +10,8 @@ import pytest
 from conftest import APPS_SAMPLES
 from data_fixtures import REWORDED_CLOCK, apps_problems, lcb_file, lcb_layout, respaced, taco_file
 
+from cobalt.common.errors import DataError
+from cobalt.common.jsonl import write_jsonl
 from cobalt.data.embedded import load_problems
 from cobalt.data.overlap import (
     OverlapError,
@@ -19,8 +21,6 @@ from cobalt.data.overlap import (
     refuse_overlap,
     statement_words,
 )
-from cobalt.errors import DataError
-from cobalt.jsonl import write_jsonl
 
 
 def record(pid, question, pairs):

@@ -14,10 +14,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from cobalt.common.errors import DataError
 from cobalt.data import livecodebench as lcb
 from cobalt.data import taco
 from cobalt.data.perturb import perturb_records, perturb_tests
-from cobalt.errors import DataError
 
 QUESTION = "Given an integer n, print twice its value. " * 4
 

@@ -10,6 +10,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
+from cobalt.common.jsonl import load_jsonl
+from cobalt.common.prompts import build_instruction
+from cobalt.common.testcases import parse_test_cases
 from cobalt.data.embedded import EASY_PROBLEMS_PATH, all_tests, problem_records
 from cobalt.data.procedural import (
     FAMILIES,
@@ -22,9 +25,6 @@ from cobalt.data.procedural import (
 )
 from cobalt.data.procedural.__main__ import main as cli_main
 from cobalt.data.procedural.splits import SPLITS, build_splits, check_disjoint
-from cobalt.jsonl import load_jsonl
-from cobalt.prompts import build_instruction
-from cobalt.testcases import parse_test_cases
 
 SEEDS = (0, 1, 2)  # per family, in the sandbox
 COUNTS = {"train": 144, "dev": 36, "heldout": 36, "heldout_families": 24}
@@ -93,9 +93,9 @@ def test_instances_vary_wording_constants_and_input_layout():
 
 
 def test_problem_files_load_as_the_pipeline_reads_them(tmp_path):
+    from cobalt.common.jsonl import write_jsonl
     from cobalt.data.verl_rows import single_turn_row
     from cobalt.infer.records import load_problems
-    from cobalt.jsonl import write_jsonl
 
     path = tmp_path / "problems.jsonl"
     write_jsonl(path, [record(name, 1) for name in FAMILIES])
@@ -114,7 +114,7 @@ def test_single_turn_inference_runs_on_procedural_problems_unchanged(tmp_path):
     from infer_fixtures import answer
     from openai_stub import ScriptedEndpoint
 
-    from cobalt.jsonl import write_jsonl
+    from cobalt.common.jsonl import write_jsonl
 
     ids = ["fam-list_sum-000004", "fam-reverse_words-000004", "fam-divisible-000004"]
     programs = {record(*parse_id(pid))["instruction"]: reference_solution(pid) for pid in ids[:2]}

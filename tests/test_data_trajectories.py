@@ -8,13 +8,13 @@ import json
 import pytest
 from data_fixtures import trajectory
 
+from cobalt.common.errors import DataError
+from cobalt.common.jsonl import write_jsonl
+from cobalt.common.prompts import ALL_PUBLIC_PASSED_MARKER, NO_CODE_BLOCK
+from cobalt.common.testcases import dump_test_cases
 from cobalt.data import synthetic
 from cobalt.data.bandit import build_bandit_prompts
 from cobalt.data.trajectories import assistant_content, from_reference, read_trajectories, validate
-from cobalt.errors import DataError
-from cobalt.jsonl import write_jsonl
-from cobalt.prompts import ALL_PUBLIC_PASSED_MARKER, NO_CODE_BLOCK
-from cobalt.testcases import dump_test_cases
 
 
 def good():

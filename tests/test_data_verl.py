@@ -7,11 +7,11 @@ import json
 import pyarrow.parquet as pq
 import pytest
 
+from cobalt.common.errors import DataError
+from cobalt.common.jsonl import write_jsonl
+from cobalt.common.prompts import SYSTEM_PROMPT
+from cobalt.common.testcases import dump_test_cases
 from cobalt.data.verl_rows import convert, multi_turn_row, single_turn_row
-from cobalt.errors import DataError
-from cobalt.jsonl import write_jsonl
-from cobalt.prompts import SYSTEM_PROMPT
-from cobalt.testcases import dump_test_cases
 
 TESTS = dump_test_cases(["1", "2"], ["2", "4"])
 CONV = [

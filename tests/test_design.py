@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from cobalt.design import load_design, main, plan
+from cobalt.recipes.design.design import load_design, main, plan
 
 
 def test_the_plan_has_every_arm_and_seed_with_estimates_from_the_cost_coefficients(tmp_path):
@@ -45,7 +45,7 @@ def test_the_plans_quickstart_commands_parse_with_their_arm_seed_and_base(tmp_pa
     import json
     import shlex
 
-    from cobalt import quickstart
+    from cobalt.recipes.quickstart import run as quickstart
 
     for r in plan(load_design("generalize_design"), tmp_path)["runs"]:
         if r["arm"] == "repair":
@@ -65,8 +65,8 @@ def test_each_trained_seed_has_its_placebo_repair_command(tmp_path):
     GRPO model, and samples at the profile's settings, repair.samples per failure and arm."""
     import shlex
 
-    from cobalt.design import run_profile_config
     from cobalt.eval.repair_run import parser
+    from cobalt.recipes.design.design import run_profile_config
 
     design = load_design("generalize_design")
     cfg = run_profile_config(design)
@@ -102,7 +102,7 @@ def test_each_trained_seed_has_its_placebo_repair_command(tmp_path):
 
 def test_the_runs_profile_is_the_designs_profile_with_its_overrides_and_control(tmp_path):
     """The commands' profile (run_profile) must be the design: checked, and a difference named."""
-    from cobalt.design import run_profile_config
+    from cobalt.recipes.design.design import run_profile_config
 
     design = load_design("generalize_design")
     cfg = run_profile_config(design)

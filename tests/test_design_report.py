@@ -6,15 +6,15 @@ import json
 
 import pytest
 
-from cobalt.errors import DataError
-from cobalt.eval.design_report import (
+from cobalt.common.errors import DataError
+from cobalt.eval.repair import placebo_samples, placebo_table
+from cobalt.eval.significance import pooled_paired_test
+from cobalt.recipes.design.report import (
     describe_design_report,
     design_report,
     holm,
     write_design_report,
 )
-from cobalt.eval.repair import placebo_samples, placebo_table
-from cobalt.eval.significance import pooled_paired_test
 
 DESIGN = {"seeds": [0, 1, 2], "runs_dir": "runs/design", "repair": {"seeds": [0, 1, 2]}}
 N = 20  # instances per set: unseen-program, seen-program (half seen_sft, half seen_grpo), out-of-family

@@ -8,8 +8,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
+from cobalt.common.jsonl import load_jsonl
 from cobalt.data import embedded
-from cobalt.jsonl import load_jsonl
 
 PROBLEMS = embedded.load_problems(embedded.EASY_PROBLEMS_PATH)
 BY_ID = {p["id"]: p for p in PROBLEMS}
@@ -65,8 +65,8 @@ def test_easy_solutions_pass_and_wrong_solutions_fail_in_the_sandbox(verdicts, p
 def test_learn_profile_splits_the_easy_set_into_disjoint_train_and_heldout(tmp_path):
     """The quickstart's split (seeded shuffle; the first N train, the last M held out) on the learn
     profile: disjoint, every problem from the easy set."""
-    from cobalt.config import from_dict, load_config
-    from cobalt.quickstart import QuickstartConfig, Run, split_problems
+    from cobalt.common.config import from_dict, load_config
+    from cobalt.recipes.quickstart.run import QuickstartConfig, Run, split_problems
 
     cfg = from_dict(QuickstartConfig, load_config("learn"), source="configs/learn")
     assert cfg.problems == "embedded_easy"

@@ -12,10 +12,10 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
+from cobalt.common.errors import DataError
+from cobalt.common.jsonl import load_jsonl
 from cobalt.data import embedded
 from cobalt.data.embedded.__main__ import main as cli_main
-from cobalt.errors import DataError
-from cobalt.jsonl import load_jsonl
 
 PROBLEMS = embedded.load_problems()
 BY_ID = {p["id"]: p for p in PROBLEMS}

@@ -63,7 +63,7 @@ def test_an_engine_whose_replica_needs_a_gpu_fails_within_deploy_timeout_s(ray_c
     session's engine may hold the OpenAI route ``/`` on this cluster."""
     from ray import serve
 
-    from cobalt.config import load_config
+    from cobalt.common.config import load_config
     from cobalt.serve.engine import EngineConfig, build_engine_app, deploy
     from cobalt.train.tiny_policy import random_policy
 

@@ -12,7 +12,6 @@ import pytest
 
 from cobalt.eval import training_curves
 from cobalt.eval.comparison import compare, plot_comparison
-from cobalt.eval.quickstart_report import RunRecord, step_table, write_report
 from cobalt.eval.significance import (
     Interval,
     PairedDifference,
@@ -21,6 +20,7 @@ from cobalt.eval.significance import (
     sign_flip_p_value,
     verdict,
 )
+from cobalt.recipes.quickstart.report import RunRecord, step_table, write_report
 
 PNG = b"\x89PNG"
 
@@ -331,7 +331,7 @@ def test_held_out_results_split_by_program_novelty_from_kept_per_instance_rows(t
     per-instance rows are kept in report.json and the split is recomputed from them alone."""
     from cobalt.data.novelty import run_novelty
     from cobalt.data.procedural.splits import write_splits
-    from cobalt.eval.quickstart_report import novelty_comparisons
+    from cobalt.recipes.quickstart.report import novelty_comparisons
 
     run = quickstart_run_dir(tmp_path)
     write_splits(tmp_path / "data/procedural", {"train": 72, "dev": 0, "heldout": 72, "heldout_families": 0})

@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 from types import SimpleNamespace
 
-from cobalt.eval.paper_report import write_paper_report
-from cobalt.jsonl import write_jsonl
+from cobalt.common.jsonl import write_jsonl
+from cobalt.recipes.paper.report import write_paper_report
 
 
 def evaluated(path, grids):

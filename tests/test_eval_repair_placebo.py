@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from cobalt.common.prompts import build_instruction, initial_messages
 from cobalt.data.procedural.generate import problem
 from cobalt.eval.repair import REPAIR_ARMS, RepairDecoding, placebo_table, repair_arms
-from cobalt.prompts import build_instruction, initial_messages
 from cobalt.sandbox.feedback import feedback_for
 
 

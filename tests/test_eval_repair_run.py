@@ -11,15 +11,15 @@ import json
 import pytest
 from infer_fixtures import FAILED, PID, ScriptedModel, answer, problem_records, programs
 
-from cobalt.errors import DataError
+from cobalt.common.errors import DataError
+from cobalt.common.jsonl import load_jsonl, write_jsonl
+from cobalt.common.prompts import FEEDBACK_HEADER, initial_messages, placebo_message
 from cobalt.eval import repair_run
 from cobalt.eval.hidden import evaluate_record
 from cobalt.eval.repair import REPAIR_ARMS, RepairDecoding, placebo_samples, placebo_table
 from cobalt.infer.multi_turn import debug_problem
 from cobalt.infer.runtime import Runtime
 from cobalt.infer.single_turn import Sampling
-from cobalt.jsonl import load_jsonl, write_jsonl
-from cobalt.prompts import FEEDBACK_HEADER, initial_messages, placebo_message
 
 DECODING = RepairDecoding(temperature=0.6, top_p=0.95, max_tokens=64, samples=4)
 

@@ -14,23 +14,45 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 GOLDEN = ROOT / "tests/golden/dry_runs"
-PAPER = ["cobalt.reproduce", "--taco", "taco.jsonl", "--lcb", "lcb.jsonl", "--dry-run", "--profile"]
+PAPER = [
+    "cobalt.recipes.paper.reproduce",
+    "--taco",
+    "taco.jsonl",
+    "--lcb",
+    "lcb.jsonl",
+    "--dry-run",
+    "--profile",
+]
 CASES = {
-    "quickstart": ["cobalt.quickstart", "--dry-run"],
-    "quickstart_ci": ["cobalt.quickstart", "--profile", "quickstart_ci", "--dry-run"],
-    "learn": ["cobalt.quickstart", "--profile", "learn", "--dry-run"],
-    "generalize": ["cobalt.quickstart", "--profile", "generalize", "--dry-run"],
-    "generalize_control": ["cobalt.quickstart", "--profile", "generalize", "--arm", "control", "--dry-run"],
-    "generalize_prereg": ["cobalt.quickstart", "--profile", "generalize_prereg", "--dry-run"],
-    "generalize_smoke": ["cobalt.quickstart", "--profile", "generalize_smoke", "--dry-run"],
+    "quickstart": ["cobalt.recipes.quickstart.run", "--dry-run"],
+    "quickstart_ci": ["cobalt.recipes.quickstart.run", "--profile", "quickstart_ci", "--dry-run"],
+    "learn": ["cobalt.recipes.quickstart.run", "--profile", "learn", "--dry-run"],
+    "generalize": ["cobalt.recipes.quickstart.run", "--profile", "generalize", "--dry-run"],
+    "generalize_control": [
+        "cobalt.recipes.quickstart.run",
+        "--profile",
+        "generalize",
+        "--arm",
+        "control",
+        "--dry-run",
+    ],
+    "generalize_prereg": ["cobalt.recipes.quickstart.run", "--profile", "generalize_prereg", "--dry-run"],
+    "generalize_smoke": ["cobalt.recipes.quickstart.run", "--profile", "generalize_smoke", "--dry-run"],
     "paper_multi_turn_qwen3_8b": [*PAPER, "multi_turn_qwen3_8b"],
     "paper_multi_turn_r1_distill_llama_8b": [*PAPER, "multi_turn_r1_distill_llama_8b"],
     "paper_single_turn_r1_distill_llama_8b": [*PAPER, "single_turn_r1_distill_llama_8b"],
     "paper_rehearse": [*PAPER, "multi_turn_qwen3_8b", "--rehearse"],
     "paper_small": [*PAPER, "multi_turn_qwen3_8b", "--max_problems", "2", "--max_model_len", "16384"],
-    "design_plan": ["cobalt.design", "--plan"],
-    "design_plan_json": ["cobalt.design", "--plan", "--json"],
-    "design_smoke_plan": ["cobalt.design", "--plan", "--config", "design_smoke", "--root", "."],
+    "design_plan": ["cobalt.recipes.design.design", "--plan"],
+    "design_plan_json": ["cobalt.recipes.design.design", "--plan", "--json"],
+    "design_smoke_plan": [
+        "cobalt.recipes.design.design",
+        "--plan",
+        "--config",
+        "design_smoke",
+        "--root",
+        ".",
+    ],
 }
 
 

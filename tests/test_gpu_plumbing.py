@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from cobalt.errors import ConfigError
+from cobalt.common.errors import ConfigError
 from cobalt.serve import cluster
 from cobalt.serve.cluster import detect_gpus, gpu_count, head_gpus
 

@@ -92,7 +92,7 @@ def test_a_single_override_is_read_back_as_the_same_string(value):
 
 @pytest.mark.parametrize("key", ["null", "1", "true", "1e-4", "", "é"])
 def test_a_dict_key_hydra_cannot_write_as_that_string_is_refused_naming_it(key):
-    from cobalt.errors import ConfigError
+    from cobalt.common.errors import ConfigError
 
     with pytest.raises(ConfigError, match="cannot be written as a hydra dict key"):
         override("k", {key: 1})

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from cobalt.common.jsonl import load_jsonl, write_jsonl
 from cobalt.data.embedded import problem_records
-from cobalt.jsonl import load_jsonl, write_jsonl
 
 ROOT = Path(__file__).resolve().parents[1]
 IDS = [f"cobalt-{i:03d}" for i in range(1, 13)]

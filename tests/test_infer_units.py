@@ -13,19 +13,19 @@ from hypothesis import given
 from hypothesis import strategies as st
 from infer_fixtures import FAILED, PID, ScriptedModel, answer, problem_records, programs
 
+from cobalt.common.errors import DataError
+from cobalt.common.jsonl import append_jsonl, load_jsonl, resume_appending, write_jsonl
+from cobalt.common.passk import pass_at_1_per_turn, pass_at_k
+from cobalt.common.prompts import ALL_PUBLIC_PASSED_MARKER
 from cobalt.data.bandit import build_bandit_prompts
 from cobalt.data.execute import Executor
 from cobalt.data.trajectories import validate
-from cobalt.errors import DataError
 from cobalt.eval.hidden import evaluate_record
 from cobalt.eval.report import pass_at_1_figure, summarize, write_reports
 from cobalt.infer.multi_turn import debug_problem
 from cobalt.infer.records import load_problems, load_single_turn
 from cobalt.infer.single_turn import Sampling, sample_problem
 from cobalt.infer.stream import stream_records
-from cobalt.jsonl import append_jsonl, load_jsonl, resume_appending, write_jsonl
-from cobalt.passk import pass_at_1_per_turn, pass_at_k
-from cobalt.prompts import ALL_PUBLIC_PASSED_MARKER
 
 
 # ------------------------------------------------------------------------------------ pass@k

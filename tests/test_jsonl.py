@@ -1,11 +1,11 @@
-"""cobalt.jsonl: resume by a single or a composite key."""
+"""cobalt.common.jsonl: resume by a single or a composite key."""
 
 from __future__ import annotations
 
 import pytest
 
-from cobalt.errors import DataError
-from cobalt.jsonl import append_jsonl, done_ids, record_key
+from cobalt.common.errors import DataError
+from cobalt.common.jsonl import append_jsonl, done_ids, record_key
 
 
 def test_done_ids_with_a_composite_key(tmp_path):
@@ -30,7 +30,7 @@ def test_overwrite_keeps_the_umask_mode(tmp_path):
     import os
     import stat
 
-    from cobalt.jsonl import write_jsonl
+    from cobalt.common.jsonl import write_jsonl
 
     old = os.umask(0o022)
     try:
@@ -47,8 +47,8 @@ def test_a_zip_bomb_is_refused_before_it_is_inflated():
 
     import pytest
 
+    from cobalt.common.errors import DataError
     from cobalt.data.livecodebench import inflate
-    from cobalt.errors import DataError
 
     bomb = zlib.compress(b"0" * (64 << 20))
     with pytest.raises(DataError, match="inflates to more than 1 MiB"):
@@ -62,12 +62,12 @@ def test_a_temp_file_left_by_a_killed_writer_is_removed_by_the_next_writer(tmp_p
     import subprocess
     import sys
 
-    from cobalt.jsonl import write_jsonl
+    from cobalt.common.jsonl import write_jsonl
 
     out = tmp_path / "out.jsonl"
     writer = (
         "import sys, time\n"
-        "from cobalt.jsonl import write_jsonl\n"
+        "from cobalt.common.jsonl import write_jsonl\n"
         "def records():\n"
         "    yield {'id': 1}\n"
         "    print('writing', flush=True)\n"

@@ -22,8 +22,8 @@ from infer_fixtures import answer, problem_records
 from openai_stub import ScriptedEndpoint
 from proc_helpers import wait_until
 
+from cobalt.common.jsonl import load_jsonl, write_jsonl
 from cobalt.data.execute import Executor
-from cobalt.jsonl import load_jsonl, write_jsonl
 from cobalt.sandbox.feedback import exception_feedback, feedback_for
 from cobalt.serve.cluster import LocalCluster, alive_nodes, processes_of
 

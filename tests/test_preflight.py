@@ -1,4 +1,4 @@
-"""The paper run's preflight (cobalt/preflight.py): one line per check, a failure naming what to
+"""The paper run's preflight (cobalt/recipes/paper/preflight.py): one line per check, a failure naming what to
 change; the dry run prints it with an estimate, ``--preflight`` exits 1 on a failure; a real run stops
 on a failure before its first stage, in seconds. And a small first GPU run: ``--max_problems N``, the
 engine's context (``--max_model_len``), a chain config of one's own that starts from ``paper``."""
@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from cobalt import preflight
-from cobalt.config import from_dict, load_config
-from cobalt.reproduce import Inputs, PaperConfig, with_engine_context
+from cobalt.common.config import from_dict, load_config
+from cobalt.recipes.paper import preflight
+from cobalt.recipes.paper.reproduce import Inputs, PaperConfig, with_engine_context
 from cobalt.train.profile import load_profile
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -231,7 +231,7 @@ def test_the_estimate_counts_every_row_of_the_files_as_they_ship(tmp_path):
 
 
 def test_a_missing_input_file_stops_the_dry_run_naming_it(tmp_path, capsys):
-    from cobalt.reproduce import main
+    from cobalt.recipes.paper.reproduce import main
 
     lcb = tmp_path / "test6.jsonl"
     lcb.write_text("{}\n")
@@ -270,7 +270,7 @@ def test_the_gpu_count_follows_the_overrides_and_inference_uses_every_gpu(tmp_pa
 
 
 def test_the_dry_runs_gpus_follow_the_overrides(tmp_path, monkeypatch):
-    from cobalt.reproduce import dry_run_plan
+    from cobalt.recipes.paper.reproduce import dry_run_plan
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))

@@ -1,8 +1,8 @@
-"""cobalt.prompts.shown_feedback: the execution feedback inside a feedback message."""
+"""cobalt.common.prompts.shown_feedback: the execution feedback inside a feedback message."""
 
 from __future__ import annotations
 
-from cobalt.prompts import ALL_PUBLIC_PASSED_MARKER, feedback_message, shown_feedback
+from cobalt.common.prompts import ALL_PUBLIC_PASSED_MARKER, feedback_message, shown_feedback
 
 FEEDBACK = "Input:\n3 5\nProgram's Output:\n8\nExpected Output:\n10"
 

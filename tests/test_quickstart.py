@@ -12,7 +12,7 @@ import pytest
 import yaml
 from data_fixtures import taco_file
 
-from cobalt.jsonl import load_jsonl
+from cobalt.common.jsonl import load_jsonl
 
 pytestmark = [pytest.mark.slow, pytest.mark.train]
 ROOT = Path(__file__).resolve().parents[1]

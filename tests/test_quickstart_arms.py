@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from cobalt import quickstart
-from cobalt.config import from_dict, load_config
-from cobalt.errors import ConfigError
-from cobalt.quickstart import QuickstartConfig, Run
+from cobalt.common.config import from_dict, load_config
+from cobalt.common.errors import ConfigError
+from cobalt.recipes.quickstart import run as quickstart
+from cobalt.recipes.quickstart.run import QuickstartConfig, Run
 
 
 def recording_run(root: Path, cfg: QuickstartConfig) -> tuple[Run, dict]:
@@ -166,7 +166,7 @@ def test_the_arm_decides_what_follows_the_base_and_what_is_evaluated_beside_it(t
 
 
 def test_the_command_line_takes_the_seed_and_the_arm_and_the_dry_run_shows_where_they_go(capsys):
-    from cobalt.quickstart import main
+    from cobalt.recipes.quickstart.run import main
 
     assert main(["--profile", "generalize", "--train_seed", "3", "--dry-run"]) == 0
     plan = json.loads(capsys.readouterr().out)
@@ -206,7 +206,7 @@ def test_the_command_line_takes_the_seed_and_the_arm_and_the_dry_run_shows_where
 def test_bad_seed_arm_or_control_settings_name_the_file_and_field(tmp_path, settings, message):
     import yaml
 
-    from cobalt.quickstart import main
+    from cobalt.recipes.quickstart.run import main
 
     path = tmp_path / "profile.yaml"
     path.write_text(yaml.safe_dump({"extends": str(Path(__file__).resolve().parents[1] / "configs/generalize.yaml"),
@@ -218,8 +218,8 @@ def test_bad_seed_arm_or_control_settings_name_the_file_and_field(tmp_path, sett
 def test_the_sft_command_line_takes_a_seed_that_orders_its_batches(tmp_path, tiny_tokenizer_dir, capsys):
     from transformers import AutoTokenizer
 
+    from cobalt.common.jsonl import write_jsonl
     from cobalt.data.embedded import PROBLEM_SETS, problem_records
-    from cobalt.jsonl import write_jsonl
     from cobalt.train.sft import main
     from cobalt.train.tiny_policy import WarmUpOptions, build_model
 

@@ -1,4 +1,4 @@
-"""One base for many runs (cobalt/quickstart_base.py): what a run records of its base, and what
+"""One base for many runs (cobalt/recipes/quickstart/base.py): what a run records of its base, and what
 another run checks before it takes that base instead of making its own."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import json
 
 import pytest
 
-from cobalt.quickstart_base import BASE_FILE, adopt_base, record_base
-from cobalt.quickstart_config import QuickstartConfig
+from cobalt.recipes.quickstart.base import BASE_FILE, adopt_base, record_base
+from cobalt.recipes.quickstart.config import QuickstartConfig
 
 CHAINS = ("eval_base", "eval_base_families")
 CFG = QuickstartConfig(

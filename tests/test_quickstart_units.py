@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 from transformers import AutoTokenizer
 
-from cobalt.quickstart import fitted_lengths
+from cobalt.recipes.quickstart.run import fitted_lengths
 from cobalt.train.profile import load_profile, override_value
 
 
@@ -46,7 +46,7 @@ time.sleep(120)
 DRIVER = """
 import signal, sys
 from pathlib import Path
-from cobalt.quickstart import QuickstartConfig, Run
+from cobalt.recipes.quickstart.run import QuickstartConfig, Run
 def interrupt(signum, frame):
     raise KeyboardInterrupt
 signal.signal(signal.SIGTERM, interrupt)
@@ -101,7 +101,7 @@ def test_every_quickstart_profile_loads_and_dry_runs(profile, capsys):
     """``--dry-run`` resolves a profile (its extends chain and its GRPO profile) and runs nothing."""
     import json
 
-    from cobalt.quickstart import main
+    from cobalt.recipes.quickstart.run import main
 
     assert main(["--profile", profile, "--dry-run"]) == 0
     plan = json.loads(capsys.readouterr().out)
@@ -111,7 +111,7 @@ def test_every_quickstart_profile_loads_and_dry_runs(profile, capsys):
 
 
 def test_the_learn_profile_trains_longer_and_evaluates_with_four_feedback_turns():
-    from cobalt.config import load_config
+    from cobalt.common.config import load_config
 
     learn, default = load_config("learn"), load_config("quickstart")
     assert learn["problems"] == "embedded_easy" and learn["grpo_steps"] >= 10 * default["grpo_steps"]
@@ -121,9 +121,9 @@ def test_the_learn_profile_trains_longer_and_evaluates_with_four_feedback_turns(
 def test_the_learn_profile_evaluates_a_subset_of_its_training_problems(tmp_path):
     import dataclasses
 
-    from cobalt.config import from_dict, load_config
-    from cobalt.jsonl import load_jsonl
-    from cobalt.quickstart import QuickstartConfig, Run, split_problems, train_eval_subset
+    from cobalt.common.config import from_dict, load_config
+    from cobalt.common.jsonl import load_jsonl
+    from cobalt.recipes.quickstart.run import QuickstartConfig, Run, split_problems, train_eval_subset
 
     cfg = from_dict(QuickstartConfig, load_config("learn"), source="configs/learn")
     run = Run(tmp_path, cfg, "learn")
@@ -140,7 +140,8 @@ def test_the_learn_profile_evaluates_a_subset_of_its_training_problems(tmp_path)
 def test_one_models_chains_run_side_by_side_in_one_block_after_one_deploy(tmp_path, monkeypatch):
     """The orchestration only: which chains run, in one block, on one deploy (the chains' commands
     themselves are exercised by tests/test_quickstart.py)."""
-    from cobalt import quickstart, stages
+    from cobalt.pipeline import stages
+    from cobalt.recipes.quickstart import run as quickstart
 
     problems = tmp_path / "p.jsonl"
     problems.write_text('{"id": 1}\n{"id": 2}\n')
@@ -174,8 +175,8 @@ def test_one_models_chains_run_side_by_side_in_one_block_after_one_deploy(tmp_pa
 def test_a_problem_file_is_recognised_by_its_fields_and_anything_else_named(tmp_path):
     from data_fixtures import lcb_file, taco_file
 
+    from cobalt.common.errors import DataError
     from cobalt.data.sources import file_shape
-    from cobalt.errors import DataError
 
     assert file_shape(taco_file(tmp_path / "t.parquet", limit=2)) == "taco"
     assert file_shape(taco_file(tmp_path / "t.jsonl", limit=2)) == "taco"
@@ -196,7 +197,7 @@ def quickstart_run(tmp_path, problems, **settings):
     (the warm-up's leaves the file that marks it done)."""
     from pathlib import Path
 
-    from cobalt.quickstart import QuickstartConfig, Run
+    from cobalt.recipes.quickstart.run import QuickstartConfig, Run
 
     cfg = QuickstartConfig(problems=str(problems), train_problems=2, heldout_problems=1, **settings)
     run = Run(tmp_path / "run", cfg, "test")
@@ -218,8 +219,8 @@ def quickstart_run(tmp_path, problems, **settings):
 def test_a_taco_or_livecodebench_file_is_converted_then_split(tmp_path, shape):
     from data_fixtures import lcb_file, taco_file
 
-    from cobalt.jsonl import load_jsonl
-    from cobalt.quickstart import split_problems
+    from cobalt.common.jsonl import load_jsonl
+    from cobalt.recipes.quickstart.run import split_problems
 
     raw = (
         taco_file(tmp_path / "raw.parquet", limit=4)
@@ -238,8 +239,8 @@ def test_a_taco_or_livecodebench_file_is_converted_then_split(tmp_path, shape):
 def test_the_warm_up_answers_with_the_files_own_solutions_or_the_embedded_ones(tmp_path):
     from data_fixtures import lcb_file, taco_file
 
-    from cobalt.jsonl import load_jsonl
-    from cobalt.quickstart import warm_up
+    from cobalt.common.jsonl import load_jsonl
+    from cobalt.recipes.quickstart.run import warm_up
 
     taco = taco_file(tmp_path / "taco.parquet", limit=3)
     run, commands = quickstart_run(tmp_path / "a", taco)
@@ -280,7 +281,7 @@ def test_the_sft_finds_solutions_in_a_taco_file_and_refuses_problems_without_any
 
 def test_the_private_head_offers_fake_gpus_to_a_cpu_profile_and_the_gpus_found_to_a_gpu_one(monkeypatch):
     """Before, a GPU profile's run started its head with 0 GPUs and its vLLM replicas never placed."""
-    from cobalt.quickstart import QuickstartConfig, head_size
+    from cobalt.recipes.quickstart.run import QuickstartConfig, head_size
 
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1,2,3")
     cpus, gpus, why = head_size(QuickstartConfig(train_profile="quickstart_ci"))
@@ -296,7 +297,7 @@ def test_the_warm_up_takes_the_procedural_families_solutions_beside_their_proble
     import subprocess
     import sys
 
-    from cobalt.quickstart import warm_up
+    from cobalt.recipes.quickstart.run import warm_up
 
     out = tmp_path / "families"
     subprocess.run([sys.executable, "-m", "cobalt.data.procedural", "--out", str(out), "--train", "6",
@@ -312,10 +313,10 @@ def test_the_generalize_profile_builds_its_splits_offline_trajectories_and_greed
     evaluation chains are greedy and include the held-out families."""
     import dataclasses
 
-    from cobalt.config import from_dict, load_config
+    from cobalt.common.config import from_dict, load_config
+    from cobalt.common.jsonl import load_jsonl
     from cobalt.data.procedural import HELDOUT_FAMILIES, parse_id
-    from cobalt.jsonl import load_jsonl
-    from cobalt.quickstart import (
+    from cobalt.recipes.quickstart.run import (
         QuickstartConfig,
         Run,
         all_trajectories,
@@ -378,7 +379,7 @@ def test_the_generalize_profile_builds_its_splits_offline_trajectories_and_greed
 
 
 def test_settings_that_would_fail_a_later_stage_fail_before_any_stage(tmp_path):
-    from cobalt.quickstart import main
+    from cobalt.recipes.quickstart.run import main
 
     assert main(["--profile", "generalize", "--dry-run"]) == 0
     with pytest.raises(SystemExit, match=r"preregistration\.turn: 5; expected last or 0\.\.1"):

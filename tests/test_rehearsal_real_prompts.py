@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 from conftest import APPS_SAMPLES
 
-from cobalt.errors import ConfigError
-from cobalt.prompts import SYSTEM_PROMPT, build_instruction
+from cobalt.common.errors import ConfigError
+from cobalt.common.prompts import SYSTEM_PROMPT, build_instruction
 from cobalt.train.profile import hydra_overrides, load_profile, override_value
 from cobalt.train.rehearsal import (
     MICRO_BATCHES,

@@ -18,7 +18,7 @@ import yaml
 from conftest import APPS_SAMPLES
 from data_fixtures import apps_problems, lcb_file, taco_file
 
-from cobalt.jsonl import load_jsonl
+from cobalt.common.jsonl import load_jsonl
 
 ROOT = Path(__file__).resolve().parents[1]
 PAPER_DOC = ROOT / "docs/paper.md"
@@ -207,9 +207,9 @@ def test_the_rehearsal_runs_the_whole_chain_on_real_problems_to_a_report_beside_
 
 
 def test_the_chains_head_is_sized_for_the_profile_and_a_gpu_run_checks_the_gpus_first(monkeypatch):
-    from cobalt.config import from_dict, load_config
-    from cobalt.reproduce import Inputs, PaperConfig, head_size, missing_gpus
-    from cobalt.stages import Run
+    from cobalt.common.config import from_dict, load_config
+    from cobalt.pipeline.stages import Run
+    from cobalt.recipes.paper.reproduce import Inputs, PaperConfig, head_size, missing_gpus
 
     rehearsal = from_dict(PaperConfig, load_config("paper_rehearsal"))
     gpu = from_dict(PaperConfig, load_config("paper"))
@@ -228,21 +228,21 @@ def test_the_chains_head_is_sized_for_the_profile_and_a_gpu_run_checks_the_gpus_
 def test_released_processed_files_enter_the_chain_without_reprocessing(tmp_path):
     """The authors' released layout: TACO already processed into problem records (split as
     preproc_taco.py splits) and a perturbed validation set used as TACO-dev as it is."""
-    from cobalt.config import from_dict, load_config
+    from cobalt.common.config import from_dict, load_config
+    from cobalt.common.jsonl import load_jsonl, write_jsonl
     from cobalt.data.embedded import problem_records
     from cobalt.data.perturb import perturb_records
-    from cobalt.jsonl import load_jsonl, write_jsonl
-    from cobalt.reproduce import Inputs, PaperConfig, problems, refuse_overlap, split_of
-    from cobalt.stages import Run
+    from cobalt.pipeline.stages import Run
+    from cobalt.recipes.paper.reproduce import Inputs, PaperConfig, problems, refuse_overlap, split_of
 
     records = problem_records()
-    write_jsonl(tmp_path / "taco_cobalt.jsonl", records[:12])
+    write_jsonl(tmp_path / "taco_cobalt.common.jsonl", records[:12])
     ptb, _ = perturb_records(enumerate(records[12:15], start=1))
     write_jsonl(tmp_path / "taco_cobalt_ptb.jsonl", ptb)
     lcb_file(tmp_path / "test6.jsonl", limit=2, start=20)
     cfg = dataclasses.replace(from_dict(PaperConfig, load_config("paper_rehearsal")), max_problems=None)
     run = Run(tmp_path / "run", cfg, "multi_turn_qwen3_8b")
-    inputs = Inputs("multi_turn_qwen3_8b", str(tmp_path / "taco_cobalt.jsonl"), str(tmp_path / "test6.jsonl"),
+    inputs = Inputs("multi_turn_qwen3_8b", str(tmp_path / "taco_cobalt.common.jsonl"), str(tmp_path / "test6.jsonl"),
                     taco_dev=str(tmp_path / "taco_cobalt_ptb.jsonl"))  # fmt: skip
     files = problems(run, inputs)
     assert "TACO-verified → problems" not in run.state and "processed TACO → train / dev" not in run.state
@@ -272,10 +272,10 @@ def assert_checked_problems_are_the_chains(cfg, inputs, files: dict) -> None:
 def test_the_overlap_check_reads_the_problems_raw_taco_verified_gives_the_chain(tmp_path):
     """Raw TACO-verified (one problem the filters drop) cut to 3 problems a set: the check's
     training and evaluation problems are those the TACO stage's split and the cut give."""
-    from cobalt.config import from_dict, load_config
+    from cobalt.common.config import from_dict, load_config
     from cobalt.data.embedded import load_problems
-    from cobalt.reproduce import Inputs, PaperConfig, problems
-    from cobalt.stages import Run
+    from cobalt.pipeline.stages import Run
+    from cobalt.recipes.paper.reproduce import Inputs, PaperConfig, problems
 
     raw = load_problems()[:10]
     raw[4] = {**raw[4], "hidden_tests": {"inputs": [], "outputs": []}}  # fewer than 8 tests: dropped
@@ -297,10 +297,10 @@ def test_a_training_problem_that_is_also_evaluated_stops_the_run_before_its_firs
     LiveCodeBench's): the run stops in
     one line naming the ids on each side (the first 8 pairs, then a count) and the file that lists
     every pair, written first, before the base model is even exported."""
-    from cobalt import reproduce
+    from cobalt.common.jsonl import write_jsonl
     from cobalt.data.embedded import problem_records
     from cobalt.data.perturb import perturb_records
-    from cobalt.jsonl import write_jsonl
+    from cobalt.recipes.paper import reproduce
 
     records = problem_records()
     train = records[:6]
@@ -344,7 +344,7 @@ def test_livecodebench_statements_as_shipped_in_raw_taco_stop_the_rehearsal_befo
     three, and has written every pair to data/overlap.json, which the error names."""
     from data_fixtures import plant_lcb_copies
 
-    from cobalt import reproduce
+    from cobalt.recipes.paper import reproduce
 
     planted = plant_lcb_copies(tmp_path)
     run_dir = tmp_path / "run"
@@ -383,8 +383,8 @@ def test_a_problem_set_the_filters_emptied_stops_the_run_after_the_problems(
     tests have one output cannot be perturbed: the run stops in one line naming the empty file (it
     went on, skipped every stage on the empty input and failed at the bandit prompts, far from the
     cause)."""
-    from cobalt import reproduce
     from cobalt.data.embedded import load_problems
+    from cobalt.recipes.paper import reproduce
 
     taco_file(tmp_path / "taco.jsonl", problems=[emptied(p) for p in load_problems()[:4]])
     lcb_file(tmp_path / "test6.jsonl", limit=2, start=20)
@@ -403,10 +403,10 @@ def test_validation_prompts_come_from_problems_never_trained_on(tmp_path, tiny_t
     trajectories: the training set's problems t*, TACO-dev's evaluated d*. Validation holds d* only."""
     from data_fixtures import trajectory
 
-    from cobalt.config import from_dict, load_config
-    from cobalt.jsonl import write_jsonl
-    from cobalt.reproduce import Inputs, PaperConfig, training_data
-    from cobalt.stages import Run
+    from cobalt.common.config import from_dict, load_config
+    from cobalt.common.jsonl import write_jsonl
+    from cobalt.pipeline.stages import Run
+    from cobalt.recipes.paper.reproduce import Inputs, PaperConfig, training_data
 
     rates = [[0.0, 0.5, 1.0], [0.0, 0.0, 1.0], [0.5, 1.0, 1.0], [0.0, 0.2, 0.4]]
     write_jsonl(tmp_path / "train_eval.jsonl", [trajectory(f"t{i}", rates) for i in range(4)])
@@ -431,10 +431,10 @@ def test_given_trajectories_keep_the_perturbed_mix_and_without_it_the_setting_sa
     import pandas as pd
     from data_fixtures import trajectory
 
-    from cobalt.config import from_dict, load_config
-    from cobalt.jsonl import write_jsonl
-    from cobalt.reproduce import Inputs, PaperConfig, given, training_data, write_setting
-    from cobalt.stages import Run
+    from cobalt.common.config import from_dict, load_config
+    from cobalt.common.jsonl import write_jsonl
+    from cobalt.pipeline.stages import Run
+    from cobalt.recipes.paper.reproduce import Inputs, PaperConfig, given, training_data, write_setting
 
     rates = [[0.0, 0.5, 1.0], [0.0, 0.0, 1.0], [0.5, 1.0, 1.0], [0.0, 0.2, 0.4]]
     write_jsonl(tmp_path / "given.jsonl", [trajectory(f"t{i}", rates) for i in range(8)])

@@ -8,7 +8,7 @@ import math
 
 import pytest
 
-from cobalt.config import config_dir, load_config
+from cobalt.common.config import config_dir, load_config
 from cobalt.reward import compute_score, format_reward, score_details
 from cobalt.reward.config import reward_config
 from cobalt.reward.score import correctness_reward, with_improvement

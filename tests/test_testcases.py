@@ -7,12 +7,12 @@ import json
 
 import pytest
 
-from cobalt.errors import ConfigError, DataError
+from cobalt.common.errors import ConfigError, DataError
+from cobalt.common.testcases import dump_test_cases, failure_result, parse_test_cases, pass_rate
 from cobalt.reward.config import RewardConfig
 from cobalt.reward.score import default_evaluator
 from cobalt.sandbox import evaluate
 from cobalt.serve.client import LocalEvaluator, evaluator_kind, get_evaluator
-from cobalt.testcases import dump_test_cases, failure_result, parse_test_cases, pass_rate
 
 
 def test_a_valid_set_round_trips_from_its_json_string():

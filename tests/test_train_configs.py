@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from cobalt.config import config_dir
-from cobalt.errors import ConfigError
+from cobalt.common.config import config_dir
+from cobalt.common.errors import ConfigError
 from cobalt.train.profile import format_value, hydra_overrides, load_profile, override_value
 
 PROFILES = sorted(p.stem for p in (config_dir() / "train").glob("*.yaml") if p.stem != "common")

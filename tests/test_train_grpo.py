@@ -27,7 +27,7 @@ from pathlib import Path
 import pytest
 from train_fixtures import ENV, demo_data_and_policy, run
 
-from cobalt.jsonl import load_jsonl
+from cobalt.common.jsonl import load_jsonl
 
 pytest.importorskip("verl")
 pytest.importorskip("vllm")

@@ -9,7 +9,7 @@ import types
 import pytest
 
 pytest.importorskip("verl")
-from cobalt import stale
+from cobalt.common import stale
 from cobalt.train import cpu_platform
 
 
@@ -26,7 +26,7 @@ def installed_but(monkeypatch, **others):
 
 
 def warnings_of(caplog) -> list[str]:
-    return [r.getMessage() for r in caplog.records if r.name == "cobalt.stale"]
+    return [r.getMessage() for r in caplog.records if r.name == "cobalt.common.stale"]
 
 
 def test_the_installed_versions_are_the_ones_every_patch_was_written_for(fresh_warnings):

@@ -12,8 +12,8 @@ import pandas as pd
 import pytest
 import yaml
 
-from cobalt.config import config_dir
-from cobalt.errors import ConfigError
+from cobalt.common.config import config_dir
+from cobalt.common.errors import ConfigError
 from cobalt.train.profile import format_value, load_profile
 from cobalt.train.rehearsal import describe, model_family, plan, tile_prompts
 

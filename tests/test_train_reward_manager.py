@@ -14,7 +14,7 @@ pytest.importorskip("verl")
 from omegaconf import OmegaConf  # noqa: E402
 from verl import DataProto  # noqa: E402
 
-from cobalt.errors import ConfigError  # noqa: E402
+from cobalt.common.errors import ConfigError  # noqa: E402
 from cobalt.train.reward_manager import (  # noqa: E402
     EXTRA_KEYS,
     CobaltRewardManager,

@@ -8,12 +8,12 @@ import asyncio
 
 from cobalt.analysis.judge import CASE_KEY, judge_file, summarize
 from cobalt.analysis.turn_errors import extract_cases
-from cobalt.config import load_config
+from cobalt.common.config import load_config
+from cobalt.common.errors import DataError
+from cobalt.common.jsonl import load_jsonl, record_key, write_jsonl
+from cobalt.common.testcases import parse_test_cases
 from cobalt.data import cli as data_cli
 from cobalt.data.sources import iter_local
-from cobalt.errors import DataError
-from cobalt.jsonl import load_jsonl, record_key, write_jsonl
-from cobalt.testcases import parse_test_cases
 
 CASE_FIELDS = (
     *CASE_KEY,

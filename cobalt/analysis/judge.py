@@ -16,7 +16,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from cobalt.analysis.hard_coding import detect_hard_coding
-from cobalt.extract import strip_thinking
+from cobalt.common.extract import strip_thinking
 
 LABELS = ("Hard Coding", "Logic Overfitting", "Semantic Drifting", "Others")
 CASE_KEY = ("id", "conversation", "turn")

@@ -7,7 +7,7 @@ its program so that it now produces it. Exactly, per conversation ``i`` and assi
 ``t >= 1``:
 
 * previous code = the program of turn ``t - 1``; feedback = the user message after it (its
-  execution feedback, :func:`cobalt.prompts.shown_feedback`); current code = the program of turn t;
+  execution feedback, :func:`cobalt.common.prompts.shown_feedback`); current code = the program of turn t;
 * skipped when either turn has no code block, or the current program's lines equal the previous
   one's;
 * over turn ``t``'s public results, a passing test is *perturbed* when the truncated input of a
@@ -26,13 +26,13 @@ import difflib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from cobalt.common.errors import DataError
+from cobalt.common.extract import extract_code
+from cobalt.common.prompts import shown_feedback
+from cobalt.common.testcases import parse_test_cases
 from cobalt.data.sources import iter_local
 from cobalt.data.trajectories import read_trajectories
-from cobalt.errors import DataError
-from cobalt.extract import extract_code
-from cobalt.prompts import shown_feedback
 from cobalt.sandbox.feedback import trunc
-from cobalt.testcases import parse_test_cases
 
 PERTURBED_FIELD = "perturbed_public_test_cases"
 N_PERTURBED = 2  # run_perturbation.py swaps the outputs of exactly two public tests

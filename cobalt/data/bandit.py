@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from cobalt.prompts import ALL_PUBLIC_PASSED_MARKER
+from cobalt.common.prompts import ALL_PUBLIC_PASSED_MARKER
 
 ASSUMED_PUBLIC_TESTS = 4
 SUBSET_SIZE = 4  # m

@@ -7,7 +7,7 @@ import os
 import sys
 from collections.abc import Callable
 
-from cobalt.errors import ConfigError, DataError
+from cobalt.common.errors import ConfigError, DataError
 
 
 def add_overwrite(parser: argparse.ArgumentParser) -> None:

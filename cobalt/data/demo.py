@@ -19,13 +19,13 @@ import itertools
 import json
 from pathlib import Path
 
-from cobalt.argtypes import fraction, positive_int
+from cobalt.common.argtypes import fraction, positive_int
+from cobalt.common.jsonl import atomic_output, load_jsonl, write_jsonl
 from cobalt.data import bandit, cli, taco
 from cobalt.data.sources import iter_local
 from cobalt.data.synthetic import SyntheticOptions, generate
 from cobalt.data.tokens import build_tiny_tokenizer, load_tokenizer, prompt_token_counter
 from cobalt.data.verl_rows import convert
-from cobalt.jsonl import atomic_output, load_jsonl, write_jsonl
 
 FILES = {
     "problems_train": "problems/train.jsonl",

@@ -15,8 +15,8 @@ import logging
 
 from tqdm import tqdm
 
-from cobalt.prompts import no_code_result
-from cobalt.testcases import failure_result
+from cobalt.common.prompts import no_code_result
+from cobalt.common.testcases import failure_result
 
 log = logging.getLogger("cobalt.execute")
 

@@ -20,10 +20,10 @@ import json
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from cobalt.common.extract import extract_code
+from cobalt.common.testcases import parse_test_cases
 from cobalt.data.execute import run_jobs
 from cobalt.data.program_form import normalized_or_text
-from cobalt.extract import extract_code
-from cobalt.testcases import parse_test_cases
 
 CHUNK = 512  # first tests per pre-filter request
 WARMUP, CONTROL, FIX = "warm-up SFT target", "control SFT target", "trajectories' fix"
@@ -152,8 +152,8 @@ async def offline_programs(train: list[dict], options: Mapping, evaluator) -> li
 def run_trajectory_programs(run_dir: str | Path) -> list[TrainingProgram]:
     """The programs of the trajectories a quickstart run cut its bandit prompts from: the model's
     own and the offline ones."""
-    from cobalt.jsonl import load_jsonl
-    from cobalt.quickstart_config import evaluated_subpath
+    from cobalt.common.jsonl import load_jsonl
+    from cobalt.recipes.quickstart.config import evaluated_subpath
 
     root = Path(run_dir)
     paths = [root / evaluated_subpath("trajectories"), root / "trajectories_offline/eval.jsonl"]

@@ -27,8 +27,8 @@ import shutil
 import sys
 from pathlib import Path
 
+from cobalt.common.errors import DataError
 from cobalt.data.sources import SHAPES, iter_local
-from cobalt.errors import DataError
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA_FILES = ("*.jsonl", "*.json", "*.parquet")
@@ -94,7 +94,7 @@ def checked(source: Source, files: list[Path], out: Path) -> tuple[Path, int]:
         rows = sum(1 for _ in iter_local(files[0], source.fields))
         target = files[0]
     else:
-        from cobalt.jsonl import write_jsonl
+        from cobalt.common.jsonl import write_jsonl
 
         target = out / source.jsonl
         records = (record for path in files for _, record in iter_local(path, source.fields))

@@ -15,9 +15,9 @@ import json
 import pickle
 import zlib
 
-from cobalt.errors import DataError
-from cobalt.prompts import build_instruction
-from cobalt.testcases import dump_test_cases
+from cobalt.common.errors import DataError
+from cobalt.common.prompts import build_instruction
+from cobalt.common.testcases import dump_test_cases
 
 RAW_FIELDS = ("question_id", "question_content", "public_test_cases", "private_test_cases")
 QUESTION_CUTS = ("\nExample 1:\n\n", "\nSample Input 1\n\n")

@@ -72,7 +72,7 @@ def run_novelty(run_dir: str | Path) -> dict[str, dict[str, str]]:
 
 
 def _run_inputs(run_dir: str | Path) -> dict:
-    from cobalt.jsonl import load_jsonl
+    from cobalt.common.jsonl import load_jsonl
 
     root = Path(run_dir)
     proc = root / "data/procedural"
@@ -97,10 +97,10 @@ def config_novelty(config: str | Path) -> dict[str, dict[str, str]]:
 
 
 def _config_inputs(config: str | Path) -> dict:
-    from cobalt.config import from_dict, load_config
+    from cobalt.common.config import from_dict, load_config
     from cobalt.data.procedural.generate import reference_solution
     from cobalt.data.procedural.splits import build_splits
-    from cobalt.quickstart_config import QuickstartConfig
+    from cobalt.recipes.quickstart.config import QuickstartConfig
 
     cfg = from_dict(QuickstartConfig, load_config(config), source=str(config))
     p = cfg.procedural
@@ -221,7 +221,7 @@ def strict_result(
     those programs exist only after a run."""
     import asyncio
 
-    from cobalt.errors import ConfigError
+    from cobalt.common.errors import ConfigError
 
     inputs = _config_inputs(config) if config is not None else _run_inputs(run_dir)
     if inputs.get("own_trajectories"):

@@ -27,9 +27,9 @@ import re
 from collections import Counter
 from pathlib import Path
 
+from cobalt.common.errors import DataError
 from cobalt.data import livecodebench, taco
 from cobalt.data.sources import file_shape, iter_local
-from cobalt.errors import DataError
 
 NGRAM = 13  # words: long enough that a shared one is rarely chance (GPT-3's decontamination)
 ALIKE = 0.5  # of the shorter statement's n-grams
@@ -139,7 +139,7 @@ def chain_problems(
     seed: int = 42,
 ) -> tuple[list[Problem], dict[str, list[Problem]]]:
     """The chain's training problems and its evaluation sets, the very problems
-    ``cobalt.reproduce.problems`` trains on and evaluates, read from the input files as they
+    ``cobalt.recipes.paper.reproduce.problems`` trains on and evaluates, read from the input files as they
     ship (raw TACO-verified: those its filters keep, split with the seed; processed records: split
     the same way, or all trained on with ``taco_dev``; the first ``max_problems`` of each set but
     ``taco_dev``). Reading them costs seconds; no stage has to run first."""

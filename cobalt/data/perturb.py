@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import random
 
-from cobalt.errors import DataError
-from cobalt.testcases import dump_test_cases, parse_test_cases
+from cobalt.common.errors import DataError
+from cobalt.common.testcases import dump_test_cases, parse_test_cases
 
 
 def perturb_tests(public: dict, rng: random.Random) -> tuple[str, str] | None:

@@ -11,8 +11,8 @@ import os
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from cobalt.errors import DataError
-from cobalt.jsonl import checked_record, read_numbered_jsonl
+from cobalt.common.errors import DataError
+from cobalt.common.jsonl import checked_record, read_numbered_jsonl
 
 LOCAL_SUFFIXES = (".jsonl", ".json", ".parquet")
 

@@ -18,10 +18,10 @@ from dataclasses import dataclass
 
 from tqdm import tqdm
 
+from cobalt.common.extract import extract_code
+from cobalt.common.testcases import pass_rate
 from cobalt.data.execute import run_jobs
 from cobalt.data.trajectories import add_turn, start_conversation
-from cobalt.extract import extract_code
-from cobalt.testcases import pass_rate
 
 ECHO_PROGRAM = "import sys\nprint(sys.stdin.read().strip())"
 TURN0_CORRECT_MIX = (0.0, 0.25, 0.5, 0.75, 1.0)

@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 
 from tqdm import tqdm
 
-from cobalt.errors import DataError
-from cobalt.prompts import build_instruction
-from cobalt.testcases import dump_test_cases, failure_result, pass_rate
+from cobalt.common.errors import DataError
+from cobalt.common.prompts import build_instruction
+from cobalt.common.testcases import dump_test_cases, failure_result, pass_rate
 
 MIN_TESTS = 8
 MAX_TESTS = 20

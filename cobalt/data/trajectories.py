@@ -27,11 +27,11 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 
+from cobalt.common.errors import DataError
+from cobalt.common.extract import THINK_END, strip_thinking
+from cobalt.common.prompts import feedback_message, initial_messages
+from cobalt.common.testcases import parse_test_cases
 from cobalt.data.sources import iter_local
-from cobalt.errors import DataError
-from cobalt.extract import THINK_END, strip_thinking
-from cobalt.prompts import feedback_message, initial_messages
-from cobalt.testcases import parse_test_cases
 
 MAX_ANSWER_CHARS = 6000
 REQUIRED = ("id", "test_cases", "conversations", "turn0_results", "public_pass_rates")  # responses: optional

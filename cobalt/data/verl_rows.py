@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import os
 
+from cobalt.common.errors import DataError
+from cobalt.common.jsonl import atomic_output
+from cobalt.common.prompts import initial_messages
+from cobalt.common.testcases import parse_test_cases
 from cobalt.data.sources import iter_local, require
-from cobalt.errors import DataError
-from cobalt.jsonl import atomic_output
-from cobalt.prompts import initial_messages
-from cobalt.testcases import parse_test_cases
 
 DATA_SOURCE = "code_taco_verified"
 

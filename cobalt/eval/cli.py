@@ -17,10 +17,10 @@ import asyncio
 import logging
 from pathlib import Path
 
-from cobalt.argtypes import positive_int
+from cobalt.common.argtypes import positive_int
+from cobalt.common.errors import DataError
 from cobalt.data.execute import Executor
 from cobalt.data.trajectories import read_trajectories
-from cobalt.errors import DataError
 from cobalt.eval.hidden import evaluate_record
 from cobalt.eval.repair import compare_repair, repair_section
 from cobalt.eval.report import summarize, write_reports

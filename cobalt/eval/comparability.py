@@ -1,6 +1,6 @@
 """Which of the paper's figures a run of the paper's chain can be set beside.
 
-The chain records its setting in ``data/setting.json`` (:func:`cobalt.reproduce.write_setting`);
+The chain records its setting in ``data/setting.json`` (:func:`cobalt.recipes.paper.reproduce.write_setting`);
 each aspect (split, model, samples, turns, context, mix, ...) is compared with the paper's, and a
 figure of the paper is placed beside this run's number only when every aspect it depends on
 matches. A run without a recorded setting matches nothing."""

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from cobalt.errors import DataError
+from cobalt.common.errors import DataError
+from cobalt.common.jsonl import read_jsonl
+from cobalt.common.passk import pass_at_1_per_problem
 from cobalt.eval.report import pyplot, save_figure
 from cobalt.eval.significance import Interval, bootstrap_interval, format_p, paired_difference, verdict
-from cobalt.jsonl import read_jsonl
-from cobalt.passk import pass_at_1_per_problem
 
 
 def pass_at_1_by_problem(evaluated_file: str | Path) -> dict:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import asyncio
 
+from cobalt.common.extract import extract_code
+from cobalt.common.testcases import pass_rate
 from cobalt.data.execute import Executor
-from cobalt.extract import extract_code
-from cobalt.testcases import pass_rate
 
 
 def assistant_codes(conversation: list[dict]) -> list[str | None]:

@@ -21,7 +21,10 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from cobalt.errors import DataError
+from cobalt.common.errors import DataError
+from cobalt.common.jsonl import read_jsonl, read_numbered_jsonl
+from cobalt.common.passk import turn_solved
+from cobalt.common.prompts import feedback_message, initial_messages, placebo_message
 from cobalt.eval.significance import (
     Interval,
     PairedDifference,
@@ -29,9 +32,6 @@ from cobalt.eval.significance import (
     describe,
     paired_difference,
 )
-from cobalt.jsonl import read_jsonl, read_numbered_jsonl
-from cobalt.passk import turn_solved
-from cobalt.prompts import feedback_message, initial_messages, placebo_message
 
 
 @dataclasses.dataclass(frozen=True)
@@ -221,7 +221,7 @@ def repair_arms(
     instruction: str, failed_answer: str, result: dict, decoding: RepairDecoding
 ) -> list[RepairArm]:
     """The three arms after a turn-0 failure: ``failed_answer`` (the model's turn-0 response) and
-    ``result`` (its execution result on the public tests, as :func:`cobalt.prompts.feedback_message`
+    ``result`` (its execution result on the public tests, as :func:`cobalt.common.prompts.feedback_message`
     reads it) followed by the real feedback, or by the placebo turn; or the turn-0 prompt again
     (a fresh sample). All start from the same turn-0 prompt and share ``decoding``."""
     prefix = initial_messages(instruction)

@@ -33,10 +33,13 @@ import dataclasses
 import json
 from pathlib import Path
 
-from cobalt.argtypes import positive_int
+from cobalt.common.argtypes import positive_int
+from cobalt.common.errors import DataError
+from cobalt.common.jsonl import atomic_output, read_numbered_jsonl, resume_appending
+from cobalt.common.passk import turn_solved
+from cobalt.common.testcases import parse_test_cases, pass_rate
 from cobalt.data.execute import Executor
 from cobalt.data.trajectories import read_trajectories
-from cobalt.errors import DataError
 from cobalt.eval.repair import (
     MIN_REPAIR_SAMPLES,
     REPAIR_ARMS,
@@ -47,9 +50,6 @@ from cobalt.eval.repair import (
 )
 from cobalt.infer.llm import ChatModel
 from cobalt.infer.single_turn import Sampling, sample_and_run
-from cobalt.jsonl import atomic_output, read_numbered_jsonl, resume_appending
-from cobalt.passk import turn_solved
-from cobalt.testcases import parse_test_cases, pass_rate
 
 
 def turn0_failures(record: dict) -> list[int]:

@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from cobalt.jsonl import atomic_output, read_jsonl
-from cobalt.passk import pass_at_1_per_turn
+from cobalt.common.jsonl import atomic_output, read_jsonl
+from cobalt.common.passk import pass_at_1_per_turn
 
 
 def summarize(evaluated_file: str) -> dict:

@@ -16,10 +16,10 @@ import signal
 import sys
 import time
 
-from cobalt.argtypes import fraction, non_negative_float, non_negative_int, positive_int
-from cobalt.config import load_config
+from cobalt.common.argtypes import fraction, non_negative_float, non_negative_int, positive_int
+from cobalt.common.config import load_config
+from cobalt.common.errors import ConfigError, DataError
 from cobalt.data.execute import Executor
-from cobalt.errors import ConfigError, DataError
 from cobalt.infer.llm import EngineError, check_reachable
 from cobalt.infer.runtime import EngineSpec, open_runtime
 from cobalt.infer.single_turn import Sampling
@@ -178,9 +178,9 @@ def single_turn_main(argv=None) -> None:
     args = p.parse_args(argv)
 
     def body():
+        from cobalt.common.passk import pass_at_k_summary
         from cobalt.infer.records import load_problems
         from cobalt.infer.single_turn import sample_problem
-        from cobalt.passk import pass_at_k_summary
 
         problems = load_problems(args.input_file)
         opts = sampling(args, args.num_completions)

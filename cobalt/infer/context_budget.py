@@ -16,9 +16,9 @@ import json
 import statistics
 from pathlib import Path
 
+from cobalt.common.prompts import SYSTEM_PROMPT, build_instruction
 from cobalt.data.sources import file_shape, iter_local
 from cobalt.data.trajectories import MAX_ANSWER_CHARS
-from cobalt.prompts import SYSTEM_PROMPT, build_instruction
 
 CHARS_PER_TOKEN = 3.0
 MESSAGE_OVERHEAD = 8  # chat-template tokens around each message

@@ -13,12 +13,12 @@ from __future__ import annotations
 import asyncio
 import logging
 
+from cobalt.common.extract import extract_code
+from cobalt.common.testcases import pass_rate
 from cobalt.data.execute import Executor
 from cobalt.data.trajectories import add_turn, start_conversation
-from cobalt.extract import extract_code
 from cobalt.infer.llm import ChatModel, Completion, ContextWindowExceeded
 from cobalt.infer.single_turn import Sampling
-from cobalt.testcases import pass_rate
 
 CARRIED_FIELDS = (
     "id",

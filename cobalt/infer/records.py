@@ -6,9 +6,9 @@ Everything is read and validated before any engine starts, so bad input stops at
 
 from __future__ import annotations
 
+from cobalt.common.errors import DataError
+from cobalt.common.testcases import parse_test_cases
 from cobalt.data.sources import iter_local, require
-from cobalt.errors import DataError
-from cobalt.testcases import parse_test_cases
 
 TEST_FIELDS = ("test_cases", "public_test_cases", "hidden_test_cases")
 

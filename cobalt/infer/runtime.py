@@ -15,7 +15,7 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from cobalt.errors import ConfigError
+from cobalt.common.errors import ConfigError
 from cobalt.infer.llm import ChatModel
 
 log = logging.getLogger("cobalt.infer")

@@ -10,10 +10,10 @@ import asyncio
 import logging
 from dataclasses import dataclass
 
+from cobalt.common.extract import extract_code
+from cobalt.common.prompts import initial_messages
 from cobalt.data.execute import Executor
-from cobalt.extract import extract_code
 from cobalt.infer.llm import ChatModel, Completion, ContextWindowExceeded
-from cobalt.prompts import initial_messages
 
 log = logging.getLogger("cobalt.infer")
 

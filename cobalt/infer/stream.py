@@ -18,7 +18,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from cobalt.jsonl import Key, append_jsonl, record_key, resume_appending
+from cobalt.common.jsonl import Key, append_jsonl, record_key, resume_appending
 
 log = logging.getLogger("cobalt.infer")
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 
-from cobalt.config import check_ranges, config_path, from_dict, load_config
+from cobalt.common.config import check_ranges, config_path, from_dict, load_config
 
 
 @dataclasses.dataclass(frozen=True)

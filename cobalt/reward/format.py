@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import re
 
-from cobalt.extract import THINK_END
+from cobalt.common.extract import THINK_END
 from cobalt.reward.config import RewardConfig, reward_config
 from cobalt.reward.repetition import has_repetitive_pattern
 from cobalt.reward.tokens import token_counter

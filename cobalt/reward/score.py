@@ -7,12 +7,12 @@ import asyncio
 import logging
 import numbers
 
-from cobalt.errors import DataError
-from cobalt.extract import extract_code
+from cobalt.common.errors import DataError
+from cobalt.common.extract import extract_code
+from cobalt.common.testcases import failure_result, parse_test_cases, pass_rate
 from cobalt.reward.config import RewardConfig, reward_config
 from cobalt.reward.format import format_reward
 from cobalt.serve.client import Evaluator, evaluator_kind, get_evaluator
-from cobalt.testcases import failure_result, parse_test_cases, pass_rate
 
 log = logging.getLogger("cobalt.reward")
 

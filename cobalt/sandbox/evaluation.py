@@ -14,12 +14,12 @@ import collections
 import logging
 import threading
 
-from cobalt.errors import DataError
+from cobalt.common.errors import DataError
+from cobalt.common.testcases import failure_result, parse_test_cases
 from cobalt.sandbox.config import SandboxConfig, default_config
 from cobalt.sandbox.feedback import REQUEST_TIMEOUT_FEEDBACK, exception_feedback, feedback_for, is_pass
 from cobalt.sandbox.harness import charged_seconds, replayed_seconds
 from cobalt.sandbox.runner import RequestTimeout, SandboxError, SandboxUnavailable, run_in_sandbox
-from cobalt.testcases import failure_result, parse_test_cases
 
 log = logging.getLogger("cobalt.sandbox")
 

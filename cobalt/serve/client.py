@@ -17,7 +17,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Protocol
 
-from cobalt.errors import ConfigError
+from cobalt.common.errors import ConfigError
 
 log = logging.getLogger("cobalt.serve.client")
 
@@ -63,7 +63,7 @@ class ClientConfig:
 
 
 def load_client_config(name: str | None = None) -> ClientConfig:
-    from cobalt.config import config_path, from_dict, load_config
+    from cobalt.common.config import config_path, from_dict, load_config
 
     name = name or os.environ.get("COBALT_EVALUATOR_CONFIG", "evaluator")
     return from_dict(ClientConfig, load_config(name).get("client"), source=f"{config_path(name)}: client")

@@ -318,9 +318,9 @@ def detect_gpus() -> int:
 def head_gpus(override: int | None, cpu_platform: bool, needed: int = 0) -> tuple[int, str]:
     """GPUs a private Ray head should offer, and why: ``override`` (``--num_gpus``) when given;
     on the CPU platform ``needed`` fake GPUs (a Ray resource veRL's CPU workers ask for); else the
-    GPUs detected here. Raises :class:`~cobalt.errors.ConfigError` (one line) when that is fewer
+    GPUs detected here. Raises :class:`~cobalt.common.errors.ConfigError` (one line) when that is fewer
     than ``needed``: the run would wait for GPUs that never come."""
-    from cobalt.errors import ConfigError
+    from cobalt.common.errors import ConfigError
 
     if override is not None:
         count, why = override, f"--num_gpus {override}"

@@ -25,9 +25,9 @@ from pathlib import Path
 # has no public import path in Ray 2.60)
 from ray.llm._internal.common.callbacks.base import CallbackBase
 
-from cobalt.config import from_dict, load_config
-from cobalt.errors import ConfigError
-from cobalt.stale import warn_if_stale
+from cobalt.common.config import from_dict, load_config
+from cobalt.common.errors import ConfigError
+from cobalt.common.stale import warn_if_stale
 
 log = logging.getLogger("cobalt.serve.engine")
 

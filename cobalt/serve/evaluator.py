@@ -17,11 +17,11 @@ from concurrent.futures import ThreadPoolExecutor
 
 from ray import serve
 
-from cobalt.config import check_ranges, config_path, from_dict, load_config
+from cobalt.common.config import check_ranges, config_path, from_dict, load_config
+from cobalt.common.testcases import failure_result
 from cobalt.sandbox import SandboxConfig
 from cobalt.sandbox.evaluation import REQUEST_OUTCOMES, judge
 from cobalt.sandbox.runner import get_backend
-from cobalt.testcases import failure_result
 
 log = logging.getLogger("cobalt.serve")
 

@@ -28,7 +28,7 @@ from typing import Any
 import torch
 from verl.plugin.platform import PlatformBase, PlatformRegistry
 
-from cobalt.stale import warn_if_stale
+from cobalt.common.stale import warn_if_stale
 from cobalt.train.import_hooks import when_imported
 
 log = logging.getLogger("cobalt.train.cpu_platform")

@@ -27,8 +27,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from cobalt.argtypes import non_negative_int
-from cobalt.errors import ConfigError
+from cobalt.common.argtypes import non_negative_int
+from cobalt.common.errors import ConfigError
 from cobalt.serve.cluster import head_gpus, ray_cluster
 from cobalt.train import rehearsal
 from cobalt.train.attention import choose as choose_attention

@@ -41,8 +41,8 @@ import re
 import sys
 from pathlib import Path
 
-from cobalt.errors import DataError
-from cobalt.jsonl import read_numbered_jsonl
+from cobalt.common.errors import DataError
+from cobalt.common.jsonl import read_numbered_jsonl
 
 REWARD_KEY = "critic/score/mean"
 VAL_KEY = r"^val-core/.+/acc/mean@\d+$"

@@ -13,8 +13,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from cobalt.config import config_dir, load_config
-from cobalt.errors import ConfigError
+from cobalt.common.config import config_dir, load_config
+from cobalt.common.errors import ConfigError
 
 PROFILE_KEYS = {
     "description",

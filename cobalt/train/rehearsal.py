@@ -17,8 +17,8 @@ import sys
 import time
 from pathlib import Path
 
-from cobalt.config import config_dir, load_config
-from cobalt.errors import ConfigError
+from cobalt.common.config import config_dir, load_config
+from cobalt.common.errors import ConfigError
 from cobalt.train.profile import format_value, override, override_value
 from cobalt.train.sft import prompt_ids
 from cobalt.train.tiny_policy import FAMILIES, WarmUpOptions, random_policy

@@ -43,7 +43,7 @@ from typing import Any
 from verl import DataProto
 from verl.experimental.reward_loop.reward_manager.base import RewardManagerBase
 
-from cobalt.config import from_dict
+from cobalt.common.config import from_dict
 
 log = logging.getLogger("cobalt.train.reward_manager")
 log.setLevel(logging.INFO)

@@ -19,7 +19,7 @@ import sys
 import time
 from pathlib import Path
 
-from cobalt.prompts import initial_messages
+from cobalt.common.prompts import initial_messages
 
 
 @dataclasses.dataclass(frozen=True)
@@ -174,7 +174,7 @@ def embedded_solutions() -> dict[str, str]:
 
 
 def main(argv=None) -> None:
-    from cobalt.argtypes import non_negative_int
+    from cobalt.common.argtypes import non_negative_int
     from cobalt.data.sources import iter_local
     from cobalt.infer.records import load_problems as load_problem_records
 

@@ -28,7 +28,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from cobalt.jsonl import TEMP_SUFFIX, remove_stale_temps, temp_prefix
+from cobalt.common.jsonl import TEMP_SUFFIX, remove_stale_temps, temp_prefix
 from cobalt.train.sft import SFTOptions, fine_tune, prompt_ids
 
 CHAT_TEMPLATE = (

@@ -18,7 +18,7 @@ import transfer_queue as tq
 from verl.trainer.ppo.v1.trainer_base import register_trainer
 from verl.trainer.ppo.v1.trainer_sync import PPOTrainerSync
 
-from cobalt.stale import warn_if_stale
+from cobalt.common.stale import warn_if_stale
 from cobalt.train.reward_manager import EXTRA_KEYS
 
 TRAINER_MODE = "cobalt_sync"

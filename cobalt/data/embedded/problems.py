@@ -19,9 +19,9 @@ import pickle
 import zlib
 from pathlib import Path
 
-from cobalt.errors import DataError
-from cobalt.jsonl import write_jsonl
-from cobalt.testcases import parse_test_cases
+from cobalt.common.errors import DataError
+from cobalt.common.jsonl import write_jsonl
+from cobalt.common.testcases import parse_test_cases
 
 PROBLEMS_PATH = Path(__file__).with_name("problems.json")
 # Very simple problems (sum of two numbers, reverse a string, ...) on which a 135M model solves

@@ -23,14 +23,14 @@ import asyncio
 import json
 from pathlib import Path
 
-from cobalt.argtypes import fraction, non_negative_int, positive_int
+from cobalt.common.argtypes import fraction, non_negative_int, positive_int
+from cobalt.common.errors import DataError
+from cobalt.common.extract import extract_code
+from cobalt.common.jsonl import atomic_output, load_jsonl, write_jsonl
 from cobalt.data import cli
 from cobalt.data.mutations import BUG_CLASSES, Survival, surviving_mutants, tries_for
 from cobalt.data.procedural.generate import parse_id, reference_solution
 from cobalt.data.synthetic import SyntheticOptions, generate
-from cobalt.errors import DataError
-from cobalt.extract import extract_code
-from cobalt.jsonl import atomic_output, load_jsonl, write_jsonl
 
 OFFLINE_TURN0_MIX = (0.0,)  # every conversation opens with a failing attempt
 

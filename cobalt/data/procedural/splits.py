@@ -13,9 +13,9 @@ import json
 import os
 from pathlib import Path
 
+from cobalt.common.jsonl import atomic_output, write_jsonl
 from cobalt.data.procedural.families import HELDOUT_FAMILIES, IN_FAMILIES
 from cobalt.data.procedural.generate import parse_id, problem, reference_solution, to_record
-from cobalt.jsonl import atomic_output, write_jsonl
 
 SPLITS = ("train", "dev", "heldout", "heldout_families")
 SPLIT_OFFSETS = {"train": 0, "dev": 200_000, "heldout": 400_000, "heldout_families": 600_000}

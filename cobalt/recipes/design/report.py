@@ -20,10 +20,10 @@ from pathlib import Path
 
 import numpy as np
 
+from cobalt.common.errors import DataError
 from cobalt.data.novelty import KINDS, SEEN_GRPO, SEEN_SFT, UNSEEN
-from cobalt.errors import DataError
-from cobalt.eval.quickstart_report import REPORT_FILE
 from cobalt.eval.significance import ALPHA, format_p, paired_difference, pooled_paired_test
+from cobalt.recipes.quickstart.report import REPORT_FILE
 
 FIGURE_FILE = "design_pass_at_1.png"
 REPAIR_OUTPUT = "repair.jsonl"  # python -m cobalt.eval.repair_run writes its summary beside it last
@@ -486,8 +486,8 @@ def design_figure(report: dict):
 def write_design_report(design: dict, root: str | Path = ".") -> Path:
     """``<runs_dir>/design_report.json`` and ``design_report.md``, regenerated from the runs, and
     with every trained and control run done ``design_pass_at_1.png``; returns the Markdown's path."""
+    from cobalt.common.jsonl import atomic_output
     from cobalt.eval.report import save_figure
-    from cobalt.jsonl import atomic_output
 
     report = design_report(design, root)
     runs_dir = Path(root) / design["runs_dir"]

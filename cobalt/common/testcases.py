@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 
-from cobalt.errors import DataError
+from cobalt.common.errors import DataError
 
 
 def dump_test_cases(inputs: list[str], outputs: list[str]) -> str:

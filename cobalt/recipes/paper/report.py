@@ -8,13 +8,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from cobalt.common.jsonl import read_jsonl
 from cobalt.eval import comparability
 from cobalt.eval.comparability import blockers, differences, read_setting
 from cobalt.eval.comparison import compare, plot_comparison
-from cobalt.eval.quickstart_report import commands, jsonable, stage_times
 from cobalt.eval.repair import compare_repair, repair_section
 from cobalt.eval.report import markdown_table, summarize
-from cobalt.jsonl import read_jsonl
+from cobalt.recipes.quickstart.report import commands, jsonable, stage_times
 
 SETS = {  # chain suffix: (report key, title, the paper's figure for trained, for base)
     "": ("livecodebench", "LiveCodeBench (test6)", "lcb_cobalt", "lcb_base"),

@@ -1,7 +1,7 @@
-"""The quickstart's settings (``configs/quickstart*.yaml``, read by ``cobalt.config.from_dict``).
+"""The quickstart's settings (``configs/quickstart*.yaml``, read by ``cobalt.common.config.from_dict``).
 
 Its own module so that what reads a quickstart profile without running it (``cobalt.data.novelty``,
-``cobalt.design``) does not import the quickstart's stages.
+``cobalt.recipes.design.design``) does not import the quickstart's stages.
 """
 
 from __future__ import annotations
@@ -52,7 +52,9 @@ class QuickstartConfig:
     engine_config: str = "engine"
     ray_num_cpus: int = 8
     num_gpus: int | None = None  # GPUs of the private Ray head (None: detected; fake ones on CPU)
-    base_run: str | None = None  # a run directory whose base this run takes (cobalt/quickstart_base.py)
+    base_run: str | None = (
+        None  # a run directory whose base this run takes (cobalt/recipes/quickstart/base.py)
+    )
 
     def __post_init__(self):
         if self.train_seed is not None and self.train_seed < 0:

@@ -20,9 +20,9 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from cobalt.errors import DataError
+from cobalt.common.errors import DataError
 
-log = logging.getLogger("cobalt.jsonl")
+log = logging.getLogger("cobalt.common.jsonl")
 
 
 def read_jsonl(path: str | os.PathLike, required: Iterable[str] = ()) -> Iterator[dict]:

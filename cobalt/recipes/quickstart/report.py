@@ -18,6 +18,7 @@ import dataclasses
 import json
 from pathlib import Path
 
+from cobalt.common.jsonl import load_jsonl
 from cobalt.data.novelty import KINDS, UNSEEN, run_novelty
 from cobalt.data.procedural.generate import parse_id
 from cobalt.eval import training_curves
@@ -32,7 +33,6 @@ from cobalt.eval.comparison import (
 from cobalt.eval.repair import compare_repair, repair_section
 from cobalt.eval.report import markdown_table, summarize
 from cobalt.eval.significance import PairedDifference, describe, outcome
-from cobalt.jsonl import load_jsonl
 
 REPORT_FILE = "report/report.json"  # a run writes it last: the run is done when it exists
 METRICS_FILE = "grpo_metrics.jsonl"  # veRL's file logger, pointed into the run directory

@@ -1,5 +1,5 @@
-"""The machinery of a resumable chain of stages: the quickstart (:mod:`cobalt.quickstart`) and the
-paper's chain (:mod:`cobalt.reproduce`) are both built from it.
+"""The machinery of a resumable chain of stages: the quickstart (:mod:`cobalt.recipes.quickstart.run`) and the
+paper's chain (:mod:`cobalt.recipes.paper.reproduce`) are both built from it.
 
 A :class:`Run` owns a run directory, records each stage's time and exact command in
 ``stages.json``, and skips a stage whose output is already complete, so re-running a chain resumes
@@ -21,10 +21,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from cobalt.quickstart_config import evaluated_subpath
+from cobalt.recipes.quickstart.config import evaluated_subpath
 from cobalt.serve.cluster import die_with_this_thread
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SCRIPTS = ROOT / "scripts"
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from math import comb
 
-from cobalt.jsonl import read_jsonl
+from cobalt.common.jsonl import read_jsonl
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:

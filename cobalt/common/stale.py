@@ -10,7 +10,7 @@ import importlib.metadata
 import logging
 from collections.abc import Mapping
 
-log = logging.getLogger("cobalt.stale")
+log = logging.getLogger("cobalt.common.stale")
 _warned: set[str] = set()
 
 

@@ -180,9 +180,9 @@ def model_weights(path: Path) -> tuple[float, str | None]:
 # --------------------------------------------------------------------------------------- estimate
 def count_problems(path: str) -> int:
     """Records in a JSONL or parquet file or a JSON array; a file that cannot be read is an error
-    naming it (:class:`~cobalt.errors.DataError`)."""
+    naming it (:class:`~cobalt.common.errors.DataError`)."""
+    from cobalt.common.errors import DataError
     from cobalt.data.sources import is_json_array, iter_local
-    from cobalt.errors import DataError
 
     if not Path(path).is_file():
         raise DataError("no such file", path=path)

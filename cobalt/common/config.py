@@ -15,13 +15,13 @@ from typing import Any, TypeVar
 
 import yaml
 
-from cobalt.errors import ConfigError
+from cobalt.common.errors import ConfigError
 
 T = TypeVar("T")
 
 
 def config_dir() -> Path:
-    return Path(os.environ.get("COBALT_CONFIG_DIR") or Path(__file__).resolve().parents[1] / "configs")
+    return Path(os.environ.get("COBALT_CONFIG_DIR") or Path(__file__).resolve().parents[2] / "configs")
 
 
 def load_config(name_or_path: str | os.PathLike, names: Path | None = None) -> dict[str, Any]:

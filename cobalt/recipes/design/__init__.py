@@ -1,0 +1,1 @@
+"""The pre-registered design (python -m cobalt.design): its plan and its report."""

@@ -1,0 +1,1 @@
+"""The main job (bash scripts/quickstart.sh): its config, its steps, its base sharing and its report."""

@@ -1,0 +1,627 @@
+"""COBALT end to end on one machine: ``bash scripts/quickstart.sh [--profile quickstart_ci]``.
+
+A real instruct model (SmolLM2-135M-Instruct from its PyPI wheel by default) writes and debugs
+programs on the embedded problems; its own trajectories become bandit prompts; veRL GRPO trains
+on them; the base and the trained model are evaluated side by side on held-out problems::
+
+    model export → SFT warm-up (training problems) → single-turn → multi-turn (2 turns)
+    → hidden-test evaluation → bandit prompts → veRL parquet → GRPO
+    → multi-turn evaluation (4 turns) of base and trained on held-out problems (and, with
+      ``train_eval_problems``, on that many training problems) → report/
+      (cobalt.recipes.quickstart.report)
+
+Every stage is one of the project's command lines (run with ``--address`` on one private loopback
+Ray head that hosts the evaluator and engine apps, which the quickstart deploys before the stages
+that use them; the base model's trajectories and held-out evaluation run side by side), writes its
+output under the run directory and is skipped when that output is complete, so re-running the command resumes the newest
+unfinished run. The warm-up is part of the *base* model: both curves start from it.
+
+``arm: control`` (``--arm control``) replaces GRPO by SFT of the warmed-up model on the training
+instances' programs and evaluates that model in the trained one's place; ``train_seed``
+(``--train_seed K``) seeds GRPO's data order and rollout sampling, or the control's SFT.
+``base_run`` (``--base_run DIR``) takes another run's base instead of making it again
+(:mod:`cobalt.recipes.quickstart.base`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import random
+import sys
+import time
+from pathlib import Path
+
+from cobalt.common.argtypes import caller_path, non_negative_int
+from cobalt.common.config import from_dict, load_config
+from cobalt.common.jsonl import load_jsonl, write_jsonl
+from cobalt.data.embedded import PROBLEM_SETS
+from cobalt.data.sources import file_shape
+from cobalt.pipeline.stages import (
+    ROOT,
+    Chain,
+    Run,
+    fitted_lengths,
+    pick_run_dir,
+    run_to_report,
+    self_debug_side_by_side,
+    stop_engine,
+)
+from cobalt.recipes.quickstart.base import adopt_base, record_base
+from cobalt.recipes.quickstart.config import ARMS, QuickstartConfig, trained_model_subdir
+from cobalt.recipes.quickstart.report import METRICS_FILE, RunRecord, write_report
+from cobalt.train.profile import override
+
+
+# ------------------------------------------------------------------------------------- stages
+def export_model(run: Run) -> Path:
+    """The base instruct model as a Hugging Face directory."""
+    if run.cfg.model != "smollm2":
+        return Path(run.cfg.model)
+    out = run.root / "models/smollm2"
+    run.stage(
+        "export SmolLM2",
+        lambda: (out / "config.json").exists(),
+        lambda: run.command(
+            "export", [sys.executable, "-m", "cobalt.train.tiny_policy", "smollm2", "--out", out]
+        ),
+    )
+    return out
+
+
+def problem_records(run: Run) -> list[dict]:
+    """The problems of ``cfg.problems``: an embedded set, a problem-records file, or a TACO-verified
+    or LiveCodeBench file as those datasets ship (converted by their preproc command first)."""
+    from cobalt.data.embedded import PROBLEM_SETS
+    from cobalt.infer.records import load_problems
+
+    if run.cfg.problems in PROBLEM_SETS:  # "embedded", "embedded_easy"
+        from cobalt.data.embedded import problem_records as embedded_records
+
+        return embedded_records(path=PROBLEM_SETS[run.cfg.problems])
+    shape = file_shape(run.cfg.problems)
+    if shape == "problems":
+        return load_problems(run.cfg.problems)
+    converted = convert_problems(run, run.cfg.problems, shape)
+    return load_problems(str(converted))
+
+
+def convert_problems(run: Run, source: str, shape: str, name: str = "problems") -> Path:
+    """``preproc/preproc_taco.py`` or ``preproc/preproc_lcb_test6.py`` on a raw file; the records'
+    path. TACO's reference solutions are checked in the sandbox (in this process), as the reference
+    does; its train/dev split is left to the caller (``--dev_ratio 0``)."""
+    if shape == "taco":
+        out_dir = run.root / f"data/{name}_taco"
+        out = out_dir / "taco_verified_filtered.jsonl"
+        args = [ROOT / "preproc/preproc_taco.py", "--input_file", source, "--output_dir", out_dir,
+                "--dev_ratio", 0, "--evaluator", "local"]  # fmt: skip
+    else:
+        out = run.root / f"data/{name}_lcb.jsonl"
+        args = [ROOT / "preproc/preproc_lcb_test6.py", "--input_file", source, "--output_file", out]
+    run.stage(
+        f"{name}: {shape} file to problem records", out.exists, lambda: run.command(f"{name}_preproc", args)
+    )
+    return out
+
+
+PROCEDURAL_DIR = "data/procedural"
+
+
+def procedural_files(run: Run) -> dict[str, Path]:
+    """Where ``problems: procedural`` keeps its splits and their solutions (``procedural_problems``)."""
+    from cobalt.data.procedural.splits import SOLUTIONS, SPLITS
+
+    out = run.root / PROCEDURAL_DIR
+    return {split: out / f"{split}.jsonl" for split in SPLITS} | {"solutions": out / SOLUTIONS}
+
+
+def procedural_problems(run: Run) -> dict[str, Path]:
+    """``problems: procedural``: seeded instances of the procedural families, written by their
+    command (``cobalt.data.procedural``): train, dev and held-out instances of the training
+    families (disjoint by seed, statement and tests) and instances of the held-out families."""
+    files, p = procedural_files(run), run.cfg.procedural
+    # --overwrite: the run's own files; a build interrupted between two files is redone whole
+    cmd = [sys.executable, "-m", "cobalt.data.procedural", "--out", run.root / PROCEDURAL_DIR,
+           "--train", run.cfg.train_problems, "--dev", p.get("dev", 0), "--heldout", run.cfg.heldout_problems,
+           "--heldout_families", p.get("heldout_families", 0), "--seed", p.get("seed", 0),
+           "--overwrite"]  # fmt: skip
+    run.stage(
+        "procedural problems",
+        lambda: all(f.exists() for f in files.values()),
+        lambda: run.command("procedural", cmd),
+    )
+    return files
+
+
+def heldout_families(run: Run) -> Path | None:
+    """The held-out families' problems (out-of-family evaluation), when the run has any."""
+    if run.cfg.problems != "procedural" or not run.cfg.procedural.get("heldout_families"):
+        return None
+    return procedural_files(run)["heldout_families"]
+
+
+def split_problems(run: Run) -> tuple[Path, Path]:
+    if run.cfg.problems == "procedural":  # procedural.evaluate: dev in tuning runs
+        files = procedural_problems(run)
+        evaluate = run.cfg.procedural.get("evaluate", "heldout")
+        if evaluate not in ("heldout", "dev"):
+            raise ValueError(f"procedural.evaluate: {evaluate!r}; expected heldout or dev")
+        return files["train"], files[evaluate]
+    train, heldout = run.root / "data/train_problems.jsonl", run.root / "data/heldout_problems.jsonl"
+    records = problem_records(run)  # a raw file is converted first (a stage of its own)
+
+    def write():
+        random.Random(run.cfg.seed).shuffle(records)
+        need = run.cfg.train_problems + run.cfg.heldout_problems
+        if len(records) < need:
+            raise ValueError(f"{run.cfg.problems}: {len(records)} problems, the profile needs {need}")
+        write_jsonl(run.path("data/train_problems.jsonl"), records[: run.cfg.train_problems], overwrite=True)
+        write_jsonl(heldout, records[-run.cfg.heldout_problems :], overwrite=True)
+
+    run.stage("split problems", lambda: train.exists() and heldout.exists(), write)
+    return train, heldout
+
+
+def train_eval_subset(run: Run, train: Path) -> Path | None:
+    """The first ``train_eval_problems`` training problems, on which base and trained are also
+    evaluated: whether the policy learned what it trained on (issue 18), at a fraction of the
+    cost of evaluating every training problem. None when the profile asks for none."""
+    n = run.cfg.train_eval_problems
+    if not n:
+        return None
+    subset = run.path("data/train_eval_problems.jsonl")
+
+    def write():
+        records = load_jsonl(train)
+        if n > len(records):
+            raise ValueError(f"train_eval_problems: {n}, but the run has {len(records)} training problems")
+        write_jsonl(subset, records[:n], overwrite=True)
+
+    run.stage("training problems to evaluate", subset.exists, write)
+    return subset
+
+
+def warm_up(run: Run, base: Path, train: Path) -> Path:
+    """SFT on reference solutions, so that the small CPU model writes the answer layout (as shipped
+    SmolLM2 never writes ``</think>``: every reward would be -1). Only for the embedded SmolLM2
+    unless the profile sets ``warmup.enabled``: a model of your own, e.g. an 8B reasoning model,
+    is used as it is. Solutions come from the embedded sets, the records, the raw TACO file or a
+    ``solutions.jsonl`` beside the problems (the procedural families');
+    LiveCodeBench files carry none, and the warm-up then answers the embedded problems."""
+    w = run.cfg.warmup
+    if not w.get("enabled", run.cfg.model == "smollm2"):
+        run.log(f"SFT warm-up: not for {base} (warmup.enabled is off); the model is used as it is")
+        return base
+    out = run.root / "models/warm"
+    problems, solutions = warm_up_problems(run, train), solution_flags(run)
+    if run.cfg.problems not in PROBLEM_SETS and not solutions and file_shape(run.cfg.problems) == "lcb":
+        problems = run.path("data/warm_up_problems.jsonl")
+        run.log("SFT warm-up: LiveCodeBench records carry no solutions; warming up on the embedded problems")
+        if not problems.exists():
+            from cobalt.data.embedded import problem_records as embedded_records
+
+            write_jsonl(problems, embedded_records(path=PROBLEM_SETS["embedded"]), overwrite=True)
+    # the warm-up is the base model's: its seed is warmup.seed (0 by default), never the training seed,
+    # so every arm and training seed starts from the same base (docs/preregistration.md)
+    seed = ["--seed", w["seed"]] if "seed" in w else []
+    cmd = [sys.executable, "-m", "cobalt.train.sft", "--model", base, "--problems", problems, *solutions,
+           "--out", out, "--epochs", w.get("epochs", 2), "--lr", w.get("lr", 1e-4),
+           "--batch_size", w.get("batch_size", 4), *seed]  # fmt: skip
+    run.stage("SFT warm-up", lambda: (out / "warm_up.json").exists(), lambda: run.command("warmup", cmd))
+    return out
+
+
+def solution_flags(run: Run) -> list:
+    """``--solutions FILE`` for ``cobalt.train.sft`` when the reference solutions are not in the
+    problem records themselves: the procedural families' solutions file, the raw TACO file, or a
+    ``solutions.jsonl`` beside the problems; nothing otherwise (embedded sets, records with
+    ``solutions``, LiveCodeBench files, which carry none)."""
+    beside = Path(run.cfg.problems).with_name("solutions.jsonl")  # as cobalt.data.procedural writes
+    if run.cfg.problems == "procedural":
+        return ["--solutions", procedural_files(run)["solutions"]]
+    if run.cfg.problems in PROBLEM_SETS:
+        return []
+    if file_shape(run.cfg.problems) == "taco":
+        return ["--solutions", run.cfg.problems]
+    if beside.is_file():
+        return ["--solutions", beside]
+    return []
+
+
+def warm_up_problems(run: Run, train: Path) -> Path:
+    """The training problems the warm-up answers: all, or the first ``warmup.problems``."""
+    n = run.cfg.warmup.get("problems")
+    if not n:
+        return train
+    subset = run.path("data/warm_up_subset.jsonl")  # (warm_up_problems.jsonl: LiveCodeBench's stand-ins)
+
+    def write():
+        write_jsonl(subset, load_jsonl(train)[:n], overwrite=True)
+
+    run.stage("warm-up problems", subset.exists, write)
+    return subset
+
+
+def evaluation_chains(
+    run: Run, model_tag: str, heldout: Path, train_subset: Path | None, families: Path | None = None
+) -> dict:
+    """The evaluation chains of one model (``base`` or ``trained``): the held-out problems, and the
+    training subset and the held-out families when the profile has them."""
+    cfg = run.cfg
+
+    def chain(problems: Path) -> Chain:
+        return Chain(problems, cfg.eval_samples, cfg.eval_turns, temperature=cfg.eval_temperature)
+
+    chains = {f"eval_{model_tag}": chain(heldout)}
+    if train_subset is not None:
+        chains[f"eval_{model_tag}_train"] = chain(train_subset)
+    if families is not None:
+        chains[f"eval_{model_tag}_families"] = chain(families)
+    return chains
+
+
+def offline_trajectories(run: Run, train: Path) -> Path | None:
+    """Trajectories made without a model (``offline_trajectories``: procedural problems only): a
+    buggy first attempt mutated from the reference, the evaluator's feedback, a fix or another
+    bug (``cobalt.data.procedural.offline``)."""
+    options = run.cfg.offline_trajectories
+    if not options:
+        return None
+    out = run.root / "trajectories_offline/eval.jsonl"
+    flags = [x for key, value in options.items() for x in (f"--{key}", value)]
+    cmd = [sys.executable, "-m", "cobalt.data.procedural.offline", "--problems", train, "--out", out, *flags]
+    run.stage("offline trajectories (buggy first attempts)", out.exists, lambda: run.command("offline", cmd))
+    return out
+
+
+def all_trajectories(run: Run, own: Path | None, offline: Path | None) -> Path:
+    """The trajectories the bandit prompts are cut from: the model's own, the offline ones, or both."""
+    sources = [path for path in (own, offline) if path is not None]
+    if len(sources) == 1:
+        return sources[0]
+    if not sources:
+        raise ValueError("no trajectories: set train_samples above 0 or offline_trajectories")
+    out = run.root / "data/trajectories_all.jsonl"
+
+    def write():
+        write_jsonl(out, [record for path in sources for record in load_jsonl(path)], overwrite=True)
+
+    run.stage("trajectories: own and offline together", out.exists, write)
+    return out
+
+
+def bandit_data(run: Run, trajectories: Path, tokenizer: Path) -> Path:
+    prompts, parquet_dir = run.root / "data/bandit_train.jsonl", run.root / "data/verl"
+    run.stage(
+        "bandit prompts",
+        prompts.exists,
+        lambda: run.command(
+            "bandit",
+            [
+                sys.executable,
+                ROOT / "preproc/process_multi_turn_taco.py",
+                "-i",
+                trajectories,
+                "-o",
+                prompts,
+                "--model_name",
+                tokenizer,
+            ],
+        ),
+    )
+    # veRL needs validation files; validation is off (test_freq -1): held-out problems are
+    # evaluated by the quickstart itself and never enter training.
+    run.stage(
+        "veRL parquet",
+        lambda: (parquet_dir / "train.parquet").exists(),
+        lambda: run.command(
+            "parquet",
+            [
+                sys.executable,
+                ROOT / "preproc/verl_preproc_multi_turn.py",
+                "--local_dir",
+                parquet_dir,
+                "--train_data_file",
+                prompts,
+                "--val_data_file",
+                prompts,
+            ],
+        ),
+    )
+    return parquet_dir
+
+
+def trained_model_dir(run: Run) -> Path:
+    return run.root / trained_model_subdir(run.cfg.grpo_steps)
+
+
+def seed_overrides(cfg: QuickstartConfig) -> list[str]:
+    """veRL's data shuffle and rollout sampling seeds from ``train_seed``; none when it is unset
+    (the train profile's seeds, as before the setting existed)."""
+    if cfg.train_seed is None:
+        return []
+    return [override("data.seed", cfg.train_seed), override("actor_rollout_ref.rollout.seed", cfg.train_seed)]
+
+
+def control_model_dir(run: Run) -> Path:
+    return run.root / "models/control"
+
+
+def control_sft_command(run: Run, model: Path, train: Path) -> list:
+    """The control arm's fine-tuning: SFT of the warmed-up model on every training instance's
+    program (in the offline trajectories the final fix is the reference program, so the final fixes
+    and the reference programs are one set), without COBALT's reward, seeded by ``train_seed``."""
+    c = run.cfg.control
+    seed = 0 if run.cfg.train_seed is None else run.cfg.train_seed  # cobalt.train.sft's default
+    return [sys.executable, "-m", "cobalt.train.sft", "--model", model, "--problems", train,
+            *solution_flags(run), "--out", control_model_dir(run), "--epochs", c.get("epochs", 1),
+            "--lr", c.get("lr", 1e-4), "--batch_size", c.get("batch_size", 4), "--seed", seed]  # fmt: skip
+
+
+def control_sft(run: Run, model: Path, train: Path) -> Path:
+    out = control_model_dir(run)
+    cmd = control_sft_command(run, model, train)
+    run.stage("control SFT", lambda: (out / "warm_up.json").exists(), lambda: run.command("control_sft", cmd))
+    return out
+
+
+ARM_FILE = "arm.json"  # the arm and training seed a run directory was started with
+
+
+def check_arm(run: Run) -> None:
+    """A run directory belongs to one arm and training seed: resuming it with another would mix
+    their stages (a GRPO checkpoint of one seed evaluated as another's)."""
+    mine = {"arm": run.cfg.arm, "train_seed": run.cfg.train_seed}
+    path, theirs = run.root / ARM_FILE, None
+    if path.exists():
+        theirs = json.loads(path.read_text())
+    elif run.state_path.exists():  # a run started before arm.json: trained, the train profile's seeds
+        theirs = {"arm": "trained", "train_seed": None}
+    if theirs is not None and theirs != mine:
+        raise ValueError(
+            f"{path}: this run directory is arm {theirs['arm']!r} with train_seed {theirs['train_seed']}, "
+            f"not arm {mine['arm']!r} with train_seed {mine['train_seed']}; use another --run_dir (or --new)"
+        )
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(mine))
+
+
+def grpo(run: Run, parquet_dir: Path, model: Path) -> Path:
+    out = trained_model_dir(run)
+    run.stage("GRPO", lambda: any(out.glob("*.safetensors")),
+              lambda: run.command("grpo", [
+                  sys.executable, "-m", "cobalt.train.launch", "--profile", run.cfg.train_profile,
+                  "--address", run.address, "--logger", "console,file",
+                  override("data.train_files", str(parquet_dir / "train.parquet")),
+                  override("data.val_files", str(parquet_dir / "test.parquet")),
+                  override("actor_rollout_ref.model.path", str(model)),
+                  override("trainer.default_local_dir", str(run.root / "checkpoints")),
+                  f"trainer.total_training_steps={run.cfg.grpo_steps}",
+                  f"trainer.save_freq={run.cfg.grpo_steps}",
+                  *fitted_lengths(run.cfg.train_profile, parquet_dir / "train.parquet", model),
+                  *seed_overrides(run.cfg),
+              ], env={"VERL_FILE_LOGGER_PATH": str(run.root / METRICS_FILE)}))  # fmt: skip
+    return out
+
+
+# ---------------------------------------------------------------------------------------- main
+def head_size(cfg: QuickstartConfig) -> tuple[int, int, str]:
+    """CPUs and GPUs of the run's private Ray head, and why that many GPUs: the trainer's CPU
+    platform asks Ray for fake GPUs (the profile's ``ray.num_gpus``); a GPU profile's head offers
+    the GPUs found here, or ``--num_gpus``."""
+    from cobalt.serve.cluster import head_gpus
+    from cobalt.train.profile import load_profile
+
+    profile = load_profile(cfg.train_profile)
+    cpu_platform = profile.env.get("VERL_PLATFORM") == "cpu"
+    needed = int(profile.ray.get("num_gpus", 0)) if cpu_platform else 0
+    gpus, why = head_gpus(cfg.num_gpus, cpu_platform, needed)
+    return max(cfg.ray_num_cpus, int(profile.ray.get("num_cpus", 0))), gpus, why
+
+
+def run_pipeline(run: Run) -> Path:
+    from cobalt.serve.cluster import connect, ray_cluster
+
+    started = time.monotonic()
+    check_arm(run)
+    if run.cfg.base_run:
+        adopt_base(run.root, run.cfg, Path(run.cfg.base_run), log=run.log)
+    base = export_model(run)
+    train, heldout = split_problems(run)
+    families = heldout_families(run)
+    train_subset = train_eval_subset(run, train)
+    warm = warm_up(run, base, train)
+    offline = offline_trajectories(run, train)
+
+    num_cpus, num_gpus, why = head_size(run.cfg)
+    with ray_cluster(None, num_cpus=num_cpus, num_gpus=num_gpus, gpus_why=why, log=run.log) as address:
+        run.address = address
+        connect(address)
+        cfg = run.cfg
+        own = {"trajectories": Chain(train, cfg.train_samples, cfg.train_turns)} if cfg.train_samples else {}
+        base_chains = {**own, **evaluation_chains(run, "base", heldout, train_subset, families)}
+        base_evals = self_debug_side_by_side(run, "base model", warm, base_chains)
+        record_base(run.root, run.cfg, base_chains)
+        trajectories = all_trajectories(run, base_evals.get("trajectories"), offline)
+        parquet_dir = bandit_data(run, trajectories, warm)
+        stop_engine(run)
+        arm = cfg.arm  # the model compared with the base: GRPO's, or the control's SFT
+        trained = grpo(run, parquet_dir, warm) if arm == "trained" else control_sft(run, warm, train)
+        trained_evals = self_debug_side_by_side(
+            run, f"{arm} model", trained, evaluation_chains(run, arm, heldout, train_subset, families)
+        )
+        stop_engine(run)
+        import ray
+
+        ray.shutdown()
+    files = {
+        "train": train,
+        "heldout": heldout,
+        "trajectories": trajectories,
+        "bandit": run.root / "data/bandit_train.jsonl",
+        "parquet": parquet_dir,
+        "base_eval": base_evals["eval_base"],
+        "trained_eval": trained_evals[f"eval_{arm}"],
+    }
+    if train_subset is not None:
+        files |= {"base_train_eval": base_evals["eval_base_train"],
+                  "trained_train_eval": trained_evals[f"eval_{arm}_train"]}  # fmt: skip
+    if families is not None:
+        files |= {"base_families_eval": base_evals["eval_base_families"],
+                  "trained_families_eval": trained_evals[f"eval_{arm}_families"]}  # fmt: skip
+    record = RunRecord(run.root, run.profile, dataclasses.asdict(run.cfg), run.state, files,
+                       time.monotonic() - started)  # fmt: skip
+    return write_report(record)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument(
+        "--profile", default="quickstart", help="configs/<name>.yaml (quickstart_ci: the reduced run)"
+    )
+    p.add_argument(
+        "--run_dir",
+        default=None,
+        help="run directory (default: resume the newest unfinished "
+        "run under runs/, else a new runs/<timestamp>)",
+    )
+    p.add_argument("--new", action="store_true", help="start a new run even if an unfinished one exists")
+    p.add_argument(
+        "--model", default=None, type=caller_path, help="a Hugging Face model directory instead of SmolLM2"
+    )
+    p.add_argument(
+        "--problems",
+        default=None,
+        type=caller_path,
+        help="a problem-records JSONL instead of the embedded set",
+    )
+    p.add_argument(
+        "--engine_config", default=None, help="configs/<name>.yaml of the engine (engine_paper on GPUs)"
+    )
+    p.add_argument(
+        "--num_gpus",
+        type=non_negative_int,
+        default=None,
+        help="GPUs of the private Ray head (default: those detected; fake ones for a CPU profile)",
+    )
+    p.add_argument("--train_profile", default=None, help="configs/train/<name>.yaml (e.g. a GPU profile)")
+    p.add_argument(
+        "--train_seed",
+        type=non_negative_int,
+        default=None,
+        help="the training seed (the profile's train_seed): GRPO's data.seed and "
+        "actor_rollout_ref.rollout.seed, or the control arm's SFT seed; the warm-up keeps its own "
+        "(warmup.seed), so every seed starts from the same base (default: the profile's; unset: the "
+        "train profile's seeds)",
+    )
+    p.add_argument(
+        "--arm",
+        choices=ARMS,
+        default=None,
+        help="what the base model is compared with: trained (COBALT GRPO) or control (SFT on the "
+        "training instances' programs, the profile's `control` settings, no GRPO); default: the "
+        "profile's arm, else trained",
+    )
+    p.add_argument(
+        "--base_run",
+        type=caller_path,
+        default=None,
+        help="a run directory whose base (problems, warm-up, base evaluations) this run takes "
+        "instead of making its own; its settings must give the same base (cobalt/recipes/quickstart/base.py)",
+    )
+    p.add_argument(
+        "--dry-run", action="store_true", help="print the resolved settings as JSON and exit (runs nothing)"
+    )
+    args = p.parse_args(argv)
+    source = args.profile if args.profile.endswith((".yaml", ".yml")) else f"configs/{args.profile}.yaml"
+    cfg = from_dict(QuickstartConfig, load_config(args.profile), source=source)
+    overrides = {
+        k: getattr(args, k)
+        for k in (
+            "model",
+            "problems",
+            "engine_config",
+            "train_profile",
+            "num_gpus",
+            "train_seed",
+            "arm",
+            "base_run",
+        )
+        if getattr(args, k) is not None
+    }
+    cfg = dataclasses.replace(cfg, **overrides)
+    check_settings(cfg, source)
+    if args.dry_run:
+        print(json.dumps({"profile": args.profile, **dry_run_plan(cfg)}, indent=1))
+        return 0
+    root = pick_run_dir(ROOT / "runs", args.run_dir, args.new)
+    root.mkdir(parents=True, exist_ok=True)
+    run = Run(root, cfg, args.profile)
+    return run_to_report(run, run_pipeline)
+
+
+def check_settings(cfg: QuickstartConfig, source: str) -> None:
+    """Fail before any stage on settings that would fail a stage later: no trajectories at all,
+    offline trajectories without the procedural problems they mutate, a pre-registered test of
+    something the run won't evaluate."""
+    if not cfg.train_samples and not cfg.offline_trajectories:
+        raise SystemExit(
+            f"{source}: train_samples is 0 and there are no offline_trajectories: no training data"
+        )
+    if cfg.offline_trajectories and cfg.problems != "procedural":
+        raise SystemExit(f"{source}: offline_trajectories needs problems: procedural, not {cfg.problems!r}")
+    prereg = cfg.preregistration
+    if not prereg:
+        return
+    evaluated = {"heldout"}
+    evaluated |= {"training_problems"} if cfg.train_eval_problems else set()
+    evaluated |= (
+        {"heldout_families"}
+        if cfg.problems == "procedural" and cfg.procedural.get("heldout_families")
+        else set()
+    )
+    primary, turn = prereg.get("primary", "heldout"), prereg.get("turn", "last")
+    if primary not in evaluated:
+        raise SystemExit(
+            f"{source}: preregistration.primary: {primary!r}; this run evaluates {sorted(evaluated)}"
+        )
+    if turn != "last" and not (isinstance(turn, int) and 0 <= turn <= cfg.eval_turns):
+        raise SystemExit(f"{source}: preregistration.turn: {turn!r}; expected last or 0..{cfg.eval_turns}")
+
+
+def dry_run_plan(cfg: QuickstartConfig) -> dict:
+    """The settings a run would use, with its GRPO profile's batch: what ``--dry-run`` prints."""
+    from cobalt.train.profile import load_profile
+
+    overrides = load_profile(cfg.train_profile).overrides
+    grpo = {k: overrides.get(k) for k in ("data.train_batch_size", "actor_rollout_ref.rollout.n",
+                                          "actor_rollout_ref.actor.optim.lr")}  # fmt: skip
+    return {"settings": dataclasses.asdict(cfg), "grpo_profile": grpo, "training": training_plan(cfg)}
+
+
+def training_plan(cfg: QuickstartConfig) -> dict:
+    """What follows the base model in this arm, with its seeds: GRPO and the seed overrides it is
+    given, or the control's SFT command (its paths relative to a run directory)."""
+    warm_up_seed = cfg.warmup.get("seed", 0)
+    if cfg.arm == "trained":
+        return {"arm": "trained", "train_seed": cfg.train_seed, "warm_up_seed": warm_up_seed,
+                "grpo_seed_overrides": seed_overrides(cfg)}  # fmt: skip
+    run = Run(Path("RUN_DIR"), cfg, "dry-run")  # paths only: nothing is read or written there
+    train = (
+        procedural_files(run)["train"]
+        if cfg.problems == "procedural"
+        else run.root / "data/train_problems.jsonl"
+    )
+    command = control_sft_command(run, run.root / "models/warm", train)
+    return {
+        "arm": "control",
+        "train_seed": cfg.train_seed,
+        "warm_up_seed": warm_up_seed,
+        "control_sft": " ".join(["python", *(str(a) for a in command[1:])]),
+    }
+
+
+if __name__ == "__main__":
+    sys.exit(main())
