@@ -117,11 +117,15 @@ def test_the_runs_profile_is_the_designs_profile_with_its_overrides_and_control(
 
 
 def test_a_finished_run_is_done_and_leaves_the_remaining_time(tmp_path):
+    """A run is done once its report's Markdown, written last, exists (as the quickstart's resume
+    decides): a report.json alone is a report interrupted half-way."""
     design = load_design("generalize_design")
     before = plan(design, tmp_path)
     report = tmp_path / design["runs_dir"] / "control-seed1/report/report.json"
     report.parent.mkdir(parents=True)
     report.write_text("{}")
+    assert not [r for r in plan(design, tmp_path)["runs"] if r["done"]]
+    report.with_name("report.md").write_text("")
     after = plan(design, tmp_path)
     done = [r for r in after["runs"] if r["done"]]
     assert [r["run"] for r in done] == ["control-seed1"]

@@ -47,7 +47,7 @@ def rows(last: tuple[dict, dict], novelty=None) -> list[dict]:
 
 
 def write_run(root, arm, seed, last, drop=()):
-    """report/report.json of ``<arm>-seed<seed>`` with ``last`` (from :func:`scores`); ``drop``:
+    """report/report.json (and the done marker) of ``<arm>-seed<seed>`` with ``last`` (from :func:`scores`); ``drop``:
     ids the run lacks."""
     keep = lambda rs: [r for r in rs if r["id"] not in drop]  # noqa: E731
     report = {
@@ -59,6 +59,7 @@ def write_run(root, arm, seed, last, drop=()):
     path = root / f"runs/design/{arm}-seed{seed}/report/report.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(report))
+    path.with_name("report.md").write_text("")  # written last: the run is done
     return path
 
 

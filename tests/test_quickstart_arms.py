@@ -5,6 +5,7 @@ what the control arm runs instead of GRPO. The stages' commands are recorded, no
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import re
 from pathlib import Path
@@ -28,10 +29,11 @@ def recording_run(root: Path, cfg: QuickstartConfig) -> tuple[Run, dict]:
             out = Path(args[args.index("--out") + 1])
             out.mkdir(parents=True, exist_ok=True)
             (out / "warm_up.json").write_text("{}")
-        else:  # GRPO
-            out = quickstart.trained_model_dir(run)
-            out.mkdir(parents=True, exist_ok=True)
-            (out / "model.safetensors").write_text("")
+        else:  # GRPO: veRL's last checkpoint
+            checkpoints = root / "checkpoints"
+            (checkpoints / "global_step_2/actor/huggingface").mkdir(parents=True, exist_ok=True)
+            (checkpoints / "global_step_2/actor/huggingface/config.json").write_text("{}")
+            (checkpoints / "latest_checkpointed_iteration.txt").write_text("2")
 
     run.command = command
     return run, commands
@@ -90,47 +92,34 @@ def test_the_control_arm_fine_tunes_the_base_on_every_training_program_with_the_
 
 
 @pytest.mark.parametrize("arm", ["trained", "control"])
-def test_the_arm_decides_what_follows_the_base_and_what_is_evaluated_beside_it(tmp_path, monkeypatch, arm):
-    """The orchestration of run_pipeline with every stage faked: the control arm runs its SFT
+def test_the_arm_decides_what_follows_the_base_and_what_is_evaluated_beside_it(tmp_path, arm):
+    """The orchestration of run_pipeline with every step faked: the control arm runs its SFT
     instead of GRPO, and its model is evaluated with the same chains as base and trained."""
-    import cobalt.serve.cluster as cluster
+    import contextlib
 
     calls, root = [], tmp_path / "run"
     heldout, families = root / "data/heldout.jsonl", root / "data/families.jsonl"
-    monkeypatch.setattr(quickstart, "export_model", lambda run: root / "models/smollm2")
-    monkeypatch.setattr(quickstart, "split_problems", lambda run: (root / "data/train.jsonl", heldout))
-    monkeypatch.setattr(quickstart, "heldout_families", lambda run: families)
-    monkeypatch.setattr(quickstart, "train_eval_subset", lambda run, train: None)
-    monkeypatch.setattr(quickstart, "warm_up", lambda run, base, train: root / "models/warm")
-    monkeypatch.setattr(quickstart, "offline_trajectories", lambda run, train: root / "offline.jsonl")
-    monkeypatch.setattr(quickstart, "head_size", lambda cfg: (2, 0, "test"))
-    monkeypatch.setattr(quickstart, "bandit_data", lambda run, trajectories, tokenizer: root / "data/verl")
-    monkeypatch.setattr(quickstart, "stop_engine", lambda run: None)
-    monkeypatch.setattr(quickstart, "grpo", lambda run, parquet, model: calls.append("grpo") or root / "grpo")
-    monkeypatch.setattr(
-        quickstart,
-        "control_sft",
-        lambda run, model, train: calls.append(("control", model, train)) or root / "ctl",
+    base = quickstart.Base(
+        root / "data/train.jsonl", heldout, families, None, root / "models/warm", root / "offline.jsonl"
     )
-
-    class Head:
-        def __enter__(self):
-            return "127.0.0.1:1"
-
-        def __exit__(self, *exc):
-            return False
-
-    monkeypatch.setattr(cluster, "ray_cluster", lambda *a, **k: Head())
-    monkeypatch.setattr(cluster, "connect", lambda address: None)
 
     def side_by_side(run, label, model, chains):
         calls.append((label, model, {tag: c.problems for tag, c in chains.items()}))
         return {tag: root / f"{tag}.jsonl" for tag in chains}
 
-    monkeypatch.setattr(quickstart, "self_debug_side_by_side", side_by_side)
-    monkeypatch.setattr(quickstart, "write_report", lambda record: record)
+    fake = quickstart.Steps(
+        base=lambda run: base,
+        cluster=lambda run: contextlib.nullcontext(),
+        side_by_side=side_by_side,
+        bandit_data=lambda run, trajectories, tokenizer: root / "data/verl",
+        stop_engine=lambda run: None,
+        grpo=lambda run, parquet, model: calls.append("grpo") or root / "grpo",
+        control_sft=lambda run, model, train: calls.append(("control", model, train)) or root / "ctl",
+        report=lambda record: record,
+    )
+    run_pipeline = functools.partial(quickstart.run_pipeline, do=fake)
     run = Run(root, generalize(arm=arm, train_seed=1), "generalize")
-    record = quickstart.run_pipeline(run)
+    record = run_pipeline(run)
 
     base = ("base model", root / "models/warm", {"eval_base": heldout, "eval_base_families": families})
     if arm == "trained":
@@ -150,9 +139,9 @@ def test_the_arm_decides_what_follows_the_base_and_what_is_evaluated_beside_it(t
     with pytest.raises(
         ValueError, match=rf"arm.json: this run directory is arm '{arm}' with train_seed 1, not arm '{other}'"
     ):
-        quickstart.run_pipeline(Run(root, generalize(arm=other, train_seed=1), "generalize"))
+        run_pipeline(Run(root, generalize(arm=other, train_seed=1), "generalize"))
     with pytest.raises(ValueError, match=r"train_seed 1, not arm .* with train_seed 2"):
-        quickstart.run_pipeline(Run(root, generalize(arm=arm, train_seed=2), "generalize"))
+        run_pipeline(Run(root, generalize(arm=arm, train_seed=2), "generalize"))
     assert calls == []
 
     # a run started before arm.json was trained with the train profile's seeds

@@ -8,7 +8,8 @@ import json
 
 import pytest
 
-from cobalt.recipes.quickstart.base import BASE_FILE, adopt_base, record_base
+from cobalt.common.rundir import BASE as BASE_FILE
+from cobalt.recipes.quickstart.base import adopt_base, record_base
 from cobalt.recipes.quickstart.config import QuickstartConfig
 
 CHAINS = ("eval_base", "eval_base_families")

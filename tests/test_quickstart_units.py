@@ -232,7 +232,7 @@ def test_a_taco_or_livecodebench_file_is_converted_then_split(tmp_path, shape):
     ids = [r["id"] for r in load_jsonl(train) + load_jsonl(heldout)]
     assert len(ids) == 3 and len(set(ids)) == 3 and all(i.startswith(f"{shape}-") for i in ids)
     script = {"taco": "preproc/preproc_taco.py", "lcb": "preproc/preproc_lcb_test6.py"}[shape]
-    assert commands["problems_preproc"][0].endswith(script)
+    assert commands["problems_preproc"][1].endswith(script)  # run with this Python, as every preproc step
     assert f"problems: {shape} file to problem records" in run.state
 
 

@@ -152,9 +152,9 @@ async def offline_programs(train: list[dict], options: Mapping, evaluator) -> li
 def run_trajectory_programs(run_dir: str | Path) -> list[TrainingProgram]:
     """The programs of the trajectories a quickstart run cut its bandit prompts from: the model's
     own and the offline ones."""
+    from cobalt.common import rundir
     from cobalt.common.jsonl import load_jsonl
-    from cobalt.recipes.quickstart.config import evaluated_subpath
 
     root = Path(run_dir)
-    paths = [root / evaluated_subpath("trajectories"), root / "trajectories_offline/eval.jsonl"]
+    paths = [root / rundir.evaluated("trajectories"), root / rundir.OFFLINE_TRAJECTORIES]
     return in_order(p for path in paths if path.exists() for p in trajectory_programs(load_jsonl(path)))

@@ -23,6 +23,7 @@ import sys
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from cobalt.common import rundir
 from cobalt.data.program_form import normalized_or_text
 
 UNSEEN, SEEN_SFT, SEEN_GRPO = "unseen", "seen_sft", "seen_grpo"
@@ -75,8 +76,8 @@ def _run_inputs(run_dir: str | Path) -> dict:
     from cobalt.common.jsonl import load_jsonl
 
     root = Path(run_dir)
-    proc = root / "data/procedural"
-    subset = root / "data/warm_up_subset.jsonl"
+    proc = root / rundir.PROCEDURAL
+    subset = root / rundir.WARM_UP_SUBSET
     splits = {"train": load_jsonl(proc / "train.jsonl")}
     for split in ("heldout", "dev", "heldout_families"):
         path = proc / f"{split}.jsonl"
@@ -97,17 +98,16 @@ def config_novelty(config: str | Path) -> dict[str, dict[str, str]]:
 
 
 def _config_inputs(config: str | Path) -> dict:
-    from cobalt.common.config import from_dict, load_config
+    from cobalt.common.config import load_config
     from cobalt.data.procedural.generate import reference_solution
     from cobalt.data.procedural.splits import build_splits
-    from cobalt.recipes.quickstart.config import QuickstartConfig
 
-    cfg = from_dict(QuickstartConfig, load_config(config), source=str(config))
-    p = cfg.procedural
+    cfg = load_config(config)
+    p = setting(cfg, "procedural", config)
     sizes = {
-        "train": cfg.train_problems,
+        "train": setting(cfg, "train_problems", config),
         "dev": p.get("dev", 0),
-        "heldout": cfg.heldout_problems,
+        "heldout": setting(cfg, "heldout_problems", config),
         "heldout_families": p.get("heldout_families", 0),
     }
     splits = {name: records for name, records in build_splits(sizes, p.get("seed", 0)).items() if records}
@@ -115,10 +115,19 @@ def _config_inputs(config: str | Path) -> dict:
     return {
         "splits": splits,
         "solutions": solutions,
-        "warmup_problems": cfg.warmup.get("problems"),
-        "offline": cfg.offline_trajectories,
-        "own_trajectories": cfg.train_samples,
+        "warmup_problems": cfg.get("warmup", {}).get("problems"),
+        "offline": cfg.get("offline_trajectories", {}),
+        "own_trajectories": setting(cfg, "train_samples", config),
     }
+
+
+def setting(cfg: dict, key: str, config):
+    """A quickstart profile's setting, read as the profile states it (with what it extends)."""
+    from cobalt.common.errors import ConfigError
+
+    if key not in cfg:
+        raise ConfigError(f"{config}: no {key!r}; a quickstart profile of procedural problems sets it")
+    return cfg[key]
 
 
 def _form(inputs: dict) -> dict[str, dict[str, str]]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-SETTING_FILE = "data/setting.json"
+from cobalt.common import rundir
 
 # the paper's setting (reference sections 8-10), aspect by aspect
 PAPER = {
@@ -34,7 +34,7 @@ NEEDS = {
 
 
 def read_setting(root: Path) -> dict | None:
-    path = Path(root) / SETTING_FILE
+    path = Path(root) / rundir.SETTING
     return json.loads(path.read_text()) if path.exists() else None
 
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from cobalt.recipes.quickstart.config import evaluated_subpath
+from cobalt.common import rundir
 from cobalt.serve.cluster import die_with_this_thread
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -51,7 +51,7 @@ class Run:
 
     def __init__(self, root: Path, cfg, profile: str, name: str = "quickstart"):
         self.root, self.cfg, self.profile, self.name = root, cfg, profile, name
-        self.state_path = root / "stages.json"
+        self.state_path = root / rundir.STAGES
         self.state = json.loads(self.state_path.read_text()) if self.state_path.exists() else {}
         self.address: str | None = None
         self._lock = threading.Lock()  # stages of the self-debugging chains run in threads
@@ -97,8 +97,7 @@ class Run:
         return result
 
     def save_state(self) -> None:
-        self.state_path.parent.mkdir(parents=True, exist_ok=True)
-        self.state_path.write_text(json.dumps(self.state, indent=1))
+        rundir.write_atomically(self.state_path, json.dumps(self.state, indent=1))
 
     def command(self, name: str, args: list, env: dict | None = None) -> None:
         """Run one of the project's command lines, its output in ``logs/<name>.log``."""
@@ -166,7 +165,7 @@ CHAIN_NAMES = {  # tag: what a self-debugging chain is, in stage names
 
 
 def evaluated(run: Run, tag: str) -> Path:
-    return run.root / evaluated_subpath(tag)
+    return run.root / rundir.evaluated(tag)
 
 
 def self_debug(run: Run, tag: str, model: Path, chain: Chain, concurrent: bool = False) -> Path:
@@ -297,7 +296,7 @@ def pick_run_dir(runs: Path, explicit: str | None, new: bool) -> Path:
     if explicit:
         return Path(explicit)
     if not new and runs.exists():
-        unfinished = sorted(p for p in runs.iterdir() if p.is_dir() and not (p / "report/report.md").exists())
+        unfinished = sorted(p for p in runs.iterdir() if p.is_dir() and not rundir.is_done(p))
         if unfinished:
             return unfinished[-1]
     return runs / datetime.now().strftime("%Y%m%d-%H%M%S")

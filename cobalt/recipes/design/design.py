@@ -24,10 +24,10 @@ import math
 import sys
 from pathlib import Path
 
+from cobalt.common import rundir
 from cobalt.common.config import config_path, from_dict, load_config, merge
 from cobalt.pipeline.stages import line_count
-from cobalt.recipes.design.report import repair_path, report_path, run_name
-from cobalt.recipes.quickstart.base import BASE_FILE
+from cobalt.recipes.design.report import repair_path, run_name
 
 BASE_SEED = 0  # the trained seed whose run makes the base every other run takes (--base_run)
 
@@ -78,17 +78,15 @@ def repair_command(cfg, repair: dict, trained_dir: Path, output: Path) -> str:
     failures of its held-out and out-of-family evaluations, its trained model, the profile's
     sampling settings and engine, ``repair.samples`` per failure and arm. Run after the trained
     run (it reads that run's files)."""
-    from cobalt.recipes.quickstart.config import evaluated_subpath, trained_model_subdir
-
-    inputs = [trained_dir / evaluated_subpath("eval_trained")]
+    inputs = [trained_dir / rundir.evaluated("eval_trained")]
     if int(cfg.procedural.get("heldout_families", 0)):
-        inputs.append(trained_dir / evaluated_subpath("eval_trained_families"))
+        inputs.append(trained_dir / rundir.evaluated("eval_trained_families"))
     s = cfg.sampling
     return " ".join(
         [
             "python -m cobalt.eval.repair_run -i",
             *map(str, inputs),
-            f"-o {output} --model {trained_dir / trained_model_subdir(cfg.grpo_steps)}",
+            f"-o {output} --model {trained_dir / rundir.trained_model(cfg.grpo_steps)}",
             f"--engine_config {cfg.engine_config} --samples {repair['samples']}",
             f"--temperature {s.get('temperature', 0.6)} --top_p {s.get('top_p', 0.95)}",
             f"--max_tokens {s.get('max_tokens', 256)}",
@@ -114,10 +112,12 @@ def plan(design: dict, root: str | Path = ".") -> dict:
     def run(arm: str, seed: int, seconds: float, command: str) -> dict:
         name = run_name(arm, seed)
         done = (
-            summary_path(repair_path(runs_dir, seed)) if arm == "repair" else report_path(runs_dir, arm, seed)
-        ).exists()
+            summary_path(repair_path(runs_dir, seed)).exists()
+            if arm == "repair"
+            else rundir.is_done(runs_dir / name)
+        )
         remaining = 0 if done else seconds
-        if not done and (arm, seed) == ("trained", BASE_SEED) and (runs_dir / name / BASE_FILE).exists():
+        if not done and (arm, seed) == ("trained", BASE_SEED) and (runs_dir / name / rundir.BASE).exists():
             remaining -= base_seconds
         if not done and arm == "repair":
             written = line_count(repair_path(runs_dir, seed))  # a line per failure done

@@ -20,10 +20,10 @@ from pathlib import Path
 
 import numpy as np
 
+from cobalt.common import rundir
 from cobalt.common.errors import DataError
 from cobalt.data.novelty import KINDS, SEEN_GRPO, SEEN_SFT, UNSEEN
 from cobalt.eval.significance import ALPHA, format_p, paired_difference, pooled_paired_test
-from cobalt.recipes.quickstart.report import REPORT_FILE
 
 FIGURE_FILE = "design_pass_at_1.png"
 REPAIR_OUTPUT = "repair.jsonl"  # python -m cobalt.eval.repair_run writes its summary beside it last
@@ -58,7 +58,7 @@ def run_name(arm: str, seed: int) -> str:
 
 
 def report_path(runs_dir: Path, arm: str, seed: int) -> Path:
-    return runs_dir / run_name(arm, seed) / REPORT_FILE
+    return runs_dir / run_name(arm, seed) / rundir.REPORT_JSON
 
 
 def repair_path(runs_dir: Path, seed: int) -> Path:
@@ -249,7 +249,7 @@ def run_states(design: dict, runs_dir: Path) -> list[dict]:
     from cobalt.eval.repair_run import summary_path
 
     states = [
-        {"run": run_name(arm, s), "arm": arm, "seed": s, "path": str(p), "done": p.exists()}
+        {"run": run_name(arm, s), "arm": arm, "seed": s, "path": str(p), "done": rundir.is_done(p.parents[1])}
         for arm in ARMS
         for s in design["seeds"]
         for p in [report_path(runs_dir, arm, s)]

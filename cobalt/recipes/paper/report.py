@@ -8,13 +8,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from cobalt.common import rundir
 from cobalt.common.jsonl import read_jsonl
 from cobalt.eval import comparability
 from cobalt.eval.comparability import blockers, differences, read_setting
 from cobalt.eval.comparison import compare, plot_comparison
 from cobalt.eval.repair import compare_repair, repair_section
 from cobalt.eval.report import markdown_table, summarize
-from cobalt.recipes.quickstart.report import commands, jsonable, stage_times
+from cobalt.pipeline.report import commands, jsonable, stage_times, times_table
 
 SETS = {  # chain suffix: (report key, title, the paper's figure for trained, for base)
     "": ("livecodebench", "LiveCodeBench (test6)", "lcb_cobalt", "lcb_base"),
@@ -89,7 +90,7 @@ def paper_rows(report: dict, paper: dict, diffs: dict) -> list[str]:
 
 def overlap_lines(root: Path) -> list[str]:
     """The report's first lines when the run trained on evaluation problems (``--allow_overlap``)."""
-    path = root / "data/overlap.json"
+    path = root / rundir.OVERLAP
     if not path.exists():
         return []
     record = json.loads(path.read_text())
@@ -117,9 +118,9 @@ def rehearsal_lines(root: Path) -> list[str]:
 
 
 def write_paper_report(run, profile: str, base: dict, trained: dict, seconds: float) -> Path:
-    """``report/report.json``, one figure per problem set and ``report/report.md``."""
-    out = run.root / "report"
-    out.mkdir(parents=True, exist_ok=True)
+    """``report/report.json``, one figure per problem set and, last (the run is done),
+    ``report/report.md``; returns the Markdown's path."""
+    (run.root / rundir.REPORT_DIR).mkdir(parents=True, exist_ok=True)
     paper = run.cfg.paper.get(profile) or {}
     report = {"profile": profile, "rehearsal": run.cfg.rehearse, "paper": paper}
     for suffix, (key, *_rest) in SETS.items():
@@ -134,7 +135,7 @@ def write_paper_report(run, profile: str, base: dict, trained: dict, seconds: fl
     setting = read_setting(run.root)
     diffs = differences(setting)
     report["setting"], report["differences"] = setting, {k: list(v) for k, v in diffs.items()}
-    (out / "report.json").write_text(json.dumps(report, indent=1))
+    rundir.write_atomically(run.root / rundir.REPORT_JSON, json.dumps(report, indent=1))
     lines = [f"# COBALT, the paper's chain — profile `{profile}`", "", *overlap_lines(run.root), ""]
     if setting and setting.get("perturbed_mix") is False:
         lines += ["**No perturbed training rows**: the run was given trajectories without "
@@ -153,10 +154,5 @@ def write_paper_report(run, profile: str, base: dict, trained: dict, seconds: fl
                       f"**Verdict.** {section['comparison']['verdict']}", "",
                       f"![Pass@1 per turn, {section['title']}]({section['figure']})", "",
                       *repair_section(section["repair"], section["title"])]  # fmt: skip
-    lines += ["## Stage times", "", "| stage | seconds |", "|---|---:|"]
-    concurrent = set(report["concurrent_stages"])
-    lines += [f"| {'  ↳ ' if k in concurrent else ''}{k} | {v:.0f} |" for k, v in report["stages"].items()]
-    lines += [f"| **all stages** | {report['stages_total_s']:.0f} |", "", *commands(report)]
-    path = out / "report.md"
-    path.write_text("\n".join(lines))
-    return path
+    lines += [*times_table(report), *commands(report)]
+    return rundir.write_atomically(run.root / rundir.DONE, "\n".join(lines))

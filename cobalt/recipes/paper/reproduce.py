@@ -22,7 +22,6 @@ profile trains on turn-0 prompts of the problems themselves: it has no trajector
 from __future__ import annotations
 
 import argparse
-import contextlib
 import dataclasses
 import json
 import os
@@ -32,11 +31,13 @@ from pathlib import Path
 
 import yaml
 
+from cobalt.common import rundir
 from cobalt.common.argtypes import caller_path, existing_file, positive_int
 from cobalt.common.config import config_path, from_dict, load_config
 from cobalt.common.errors import ConfigError
 from cobalt.common.jsonl import read_jsonl
 from cobalt.data.sources import file_shape
+from cobalt.pipeline import steps
 from cobalt.pipeline.stages import (
     ROOT,
     Chain,
@@ -47,10 +48,9 @@ from cobalt.pipeline.stages import (
     self_debug_side_by_side,
     stop_engine,
 )
+from cobalt.pipeline.steps import PERTURBED_FIELD
 from cobalt.recipes.paper import preflight
 from cobalt.train.profile import profile_model, single_turn
-
-PERTURBED_FIELD = "perturbed_public_test_cases"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -87,12 +87,6 @@ class Inputs:
 
 
 # ------------------------------------------------------------------------------------- problems
-def python(module_or_script) -> list:
-    if isinstance(module_or_script, Path):
-        return [sys.executable, module_or_script]
-    return [sys.executable, "-m", module_or_script]
-
-
 def problems(run: Run, inputs: Inputs) -> dict[str, Path]:
     """TACO-verified → train / dev records, LiveCodeBench → records, and the perturbed twins of
     train (trajectories with wrong feedback) and dev (the paper's TACO-dev evaluation). The
@@ -114,12 +108,10 @@ def problems(run: Run, inputs: Inputs) -> dict[str, Path]:
             lambda: split_processed(run, inputs.taco, taco),
         )
     else:
-        run.stage("TACO-verified → problems", taco["dev"].exists, lambda: run.command("taco", [
-            *python(ROOT / "preproc/preproc_taco.py"), "--input_file", inputs.taco, "--output_dir", taco_dir,
-            "--dev_ratio", cfg.taco_dev_ratio, "--evaluator", "local"]))  # fmt: skip
-    lcb = data / "lcb_test6.jsonl"
-    run.stage("LiveCodeBench → problems", lcb.exists, lambda: run.command("lcb", [
-        *python(ROOT / "preproc/preproc_lcb_test6.py"), "--input_file", inputs.lcb, "--output_file", lcb]))  # fmt: skip
+        steps.taco_to_problems(
+            run, "TACO-verified → problems", "taco", inputs.taco, taco_dir, cfg.taco_dev_ratio
+        )
+    lcb = steps.lcb_to_problems(run, "LiveCodeBench → problems", "lcb", inputs.lcb, data / "lcb_test6.jsonl")
     files = {"train": taco["train"], "lcb": lcb} | (
         {} if released and inputs.taco_dev else {"dev": taco["dev"]}
     )
@@ -138,7 +130,7 @@ def perturbed(run: Run, files: dict[str, Path], names: tuple[str, ...]) -> dict[
     for name in names:
         out = run.root / f"data/taco_{name}_perturbed.jsonl"
         run.stage(f"perturbed public tests ({name})", out.exists, lambda name=name, out=out: run.command(
-            f"perturb_{name}", [*python(ROOT / "preproc/run_perturbation.py"), "-i", files[name], "-o", out,
+            f"perturb_{name}", [*steps.python(ROOT / "preproc/run_perturbation.py"), "-i", files[name], "-o", out,
                                 "--seed", 42]))  # fmt: skip
         out_files[f"{name}_perturbed"] = out
     return out_files
@@ -180,7 +172,7 @@ def refuse_overlap(run: Run, inputs: Inputs) -> list:
 
     train, evaluations = chain_problems(inputs.taco, inputs.lcb, taco_dev=inputs.taco_dev,
                                         dev_ratio=run.cfg.taco_dev_ratio, max_problems=run.cfg.max_problems)  # fmt: skip
-    found = check(train, evaluations, inputs.allow_overlap, run.path("data/overlap.json"), inputs.taco)
+    found = check(train, evaluations, inputs.allow_overlap, run.path(rundir.OVERLAP), inputs.taco)
     sizes = ", ".join(f"{name} {len(problems)}" for name, problems in evaluations.items())
     run.log(f"overlap check: {len(train)} training problems against {sizes}: {len(found)} pair(s) found")
     if found:
@@ -201,9 +193,7 @@ def with_engine_context(cfg: PaperConfig, root: Path) -> PaperConfig:
         return cfg
     engine = {"extends": str(config_path(cfg.engine_config).resolve()),
               "llm": {"engine_kwargs": {"max_model_len": cfg.max_model_len}}}  # fmt: skip
-    path = root / "engine.yaml"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(yaml.safe_dump(engine, sort_keys=False))
+    path = rundir.write_atomically(root / rundir.ENGINE, yaml.safe_dump(engine, sort_keys=False))
     return dataclasses.replace(cfg, engine_config=str(path))
 
 
@@ -221,7 +211,7 @@ def write_setting(run: Run, inputs: Inputs, model: Path, evaluated: dict[str, Pa
     """``data/setting.json``: what the report compares with the paper's setting
     (:mod:`cobalt.eval.comparability`)."""
     cfg = run.cfg
-    overlap = run.root / "data/overlap.json"
+    overlap = run.root / rundir.OVERLAP
     setting = {
         "split": split_of(inputs),
         "model": str(model),
@@ -237,7 +227,7 @@ def write_setting(run: Run, inputs: Inputs, model: Path, evaluated: dict[str, Pa
         "perturbed_ratio": cfg.perturbed_ratio,
         "overlaps": len(json.loads(overlap.read_text())["overlaps"]) if overlap.exists() else 0,
     }
-    run.path("data/setting.json").write_text(json.dumps(setting, indent=1))
+    rundir.write_atomically(run.root / rundir.SETTING, json.dumps(setting, indent=1))
     return setting
 
 
@@ -315,57 +305,59 @@ def training_data(run: Run, inputs: Inputs, files: dict[str, Path], evaluated: d
     if single_turn(inputs.profile):
         out = data / "verl_single_turn"
         run.stage("veRL parquet (turn-0 prompts)", lambda: (out / "train.parquet").exists(), lambda: run.command(
-            "parquet", [*python(ROOT / "preproc/verl_preproc_single_turn.py"), "--local_dir", out,
+            "parquet", [*steps.python(ROOT / "preproc/verl_preproc_single_turn.py"), "--local_dir", out,
                         "--train_data_file", files["train"], "--val_data_file", files["dev"]]))  # fmt: skip
         return out / "train.parquet"
-    prompts = {}
-    for tag, source in evaluated.items():
-        prompts[tag] = bandit_prompts(run, tag, source, tokenizer)
+    prompts = {tag: bandit_prompts(run, tag, source, tokenizer) for tag, source in evaluated.items()}
     if validation_trajectories is None:
         raise ValueError(
             "the validation prompts need the trajectories of problems not trained on (TACO-dev's)"
         )
-    validation = data / "bandit_validation.jsonl"
-    run.stage("bandit prompts (validation)", validation.exists, lambda: run.command("bandit_validation", [
-        *python(ROOT / "preproc/process_multi_turn_taco.py"), "-i", validation_trajectories, "-o", validation,
-        "--model_name", tokenizer, "--is_test"]))  # fmt: skip
+    validation = steps.bandit_prompts(
+        run,
+        "bandit prompts (validation)",
+        "bandit_validation",
+        validation_trajectories,
+        data / "bandit_validation.jsonl",
+        tokenizer,
+        "--is_test",
+    )
     parquet = {tag: verl_parquet(run, tag, path, validation) for tag, path in prompts.items()}
     if "trajectories_perturbed" not in parquet:
         return parquet["trajectories"]
     mixed = data / "verl_mixed/train.parquet"
     run.stage("perturbed rows mixed in", mixed.exists, lambda: run.command("mix", [
-        *python("cobalt.train.augment"), "--base", parquet["trajectories"],
+        *steps.python("cobalt.train.augment"), "--base", parquet["trajectories"],
         "--perturbed", parquet["trajectories_perturbed"], "--ratio", run.cfg.perturbed_ratio, "--out", mixed]))  # fmt: skip
     return mixed
 
 
 def bandit_prompts(run: Run, tag: str, source: Path, tokenizer: str) -> Path:
     out = run.root / f"data/bandit_{tag}.jsonl"
-    run.stage(f"bandit prompts ({tag})", out.exists, lambda: run.command(f"bandit_{tag}", [
-        *python(ROOT / "preproc/process_multi_turn_taco.py"), "-i", source, "-o", out, "--model_name", tokenizer,
-        "--num_turns", run.cfg.bandit_turns]))  # fmt: skip
-    return out
+    flags = ("--num_turns", run.cfg.bandit_turns)
+    return steps.bandit_prompts(
+        run, f"bandit prompts ({tag})", f"bandit_{tag}", source, out, tokenizer, *flags
+    )
 
 
 def verl_parquet(run: Run, tag: str, prompts: Path, validation: Path) -> Path:
     out = run.root / f"data/verl_{tag}"
-    run.stage(f"veRL parquet ({tag})", lambda: (out / "train.parquet").exists(), lambda: run.command(
-        f"parquet_{tag}", [*python(ROOT / "preproc/verl_preproc_multi_turn.py"), "--local_dir", out,
-                           "--train_data_file", prompts, "--val_data_file", validation]))  # fmt: skip
-    return out / "train.parquet"
+    return (
+        steps.verl_parquet(run, f"veRL parquet ({tag})", f"parquet_{tag}", prompts, validation, out)
+        / "train.parquet"
+    )
 
 
 # ------------------------------------------------------------------------------------------ GRPO
 def grpo(run: Run, train_file: Path, model: str) -> Path:
-    """GRPO with the profile on the chain's cluster; the trained model is the last checkpoint's
-    Hugging Face directory."""
-    checkpoints = run.root / "checkpoints"
+    """GRPO with the profile on the chain's cluster."""
     val_file = train_file.parent / "test.parquet"
     if not val_file.exists():  # the mixed set validates on the unperturbed prompts' validation file
         val_file = run.root / "data/verl_trajectories/test.parquet"
-    cmd = grpo_command(run.cfg, run.profile, run.address, checkpoints, train_file, val_file, model)
-    run.stage("GRPO", lambda: trained_model(checkpoints) is not None, lambda: run.command("grpo", cmd))
-    return trained_model(checkpoints)
+    checkpoints = run.root / rundir.CHECKPOINTS
+    return steps.grpo(
+        run, grpo_command(run.cfg, run.profile, run.address, checkpoints, train_file, val_file, model)
+    )
 
 
 def grpo_command(cfg: PaperConfig, profile: str, address: str, checkpoints: Path, train_file: Path,
@@ -374,7 +366,7 @@ def grpo_command(cfg: PaperConfig, profile: str, address: str, checkpoints: Path
     user's hydra overrides (``-- key=value ...``; later wins)."""
     from cobalt.train.profile import override
 
-    cmd = [*python("cobalt.train.launch"), "--profile", profile, "--evaluator_config", cfg.evaluator_config,
+    cmd = [*steps.python("cobalt.train.launch"), "--profile", profile, "--evaluator_config", cfg.evaluator_config,
            "--address", address, override("trainer.default_local_dir", str(checkpoints))]  # fmt: skip
     if cfg.rehearse:  # the profile's topology and batch on a tiny model; its prompts from this run
         cmd += ["--rehearse", "--rehearse_prompts", train_file]
@@ -387,30 +379,15 @@ def grpo_command(cfg: PaperConfig, profile: str, address: str, checkpoints: Path
     return cmd + list(cfg.grpo_overrides)
 
 
-def trained_model(checkpoints: Path) -> Path | None:
-    latest = checkpoints / "latest_checkpointed_iteration.txt"
-    if not latest.exists():
-        return None
-    model = checkpoints / f"global_step_{latest.read_text().strip()}/actor/huggingface"
-    return model if (model / "config.json").exists() else None
-
-
-# ------------------------------------------------------------------------------------ evaluation
 def evaluation_chains(run: Run, model_tag: str, files: dict[str, Path]) -> dict[str, Chain]:
-    cfg = run.cfg
-    return {
-        f"eval_{model_tag}": Chain(files["lcb"], cfg.eval_samples, cfg.eval_turns),
-        f"eval_{model_tag}_dev": Chain(
-            files["dev_perturbed"], cfg.eval_samples, cfg.eval_turns, PERTURBED_FIELD
-        ),
-    }
+    sets = {"": files["lcb"], "_dev": (files["dev_perturbed"], PERTURBED_FIELD)}
+    return steps.evaluation_chains(model_tag, sets, run.cfg.eval_samples, run.cfg.eval_turns)
 
 
 def head_size(run: Run, inputs: Inputs) -> tuple[int, int, str]:
     """Logical CPUs and GPUs of the chain's private Ray head, which every stage shares (GRPO too):
     on GPUs the GPUs detected here; in a rehearsal the fake GPUs and CPUs of the profile's ranks,
     as the launcher would give its own head."""
-    from cobalt.serve.cluster import head_gpus
     from cobalt.train import rehearsal
     from cobalt.train.profile import hydra_overrides, load_profile, world_size
 
@@ -418,36 +395,22 @@ def head_size(run: Run, inputs: Inputs) -> tuple[int, int, str]:
     if run.cfg.rehearse:
         profile = rehearsal.plan(profile).profile
     ranks = world_size(hydra_overrides(profile))
-    asked = int(profile.ray.get("num_cpus", 0)) + int(profile.ray.get("cpus_per_rank", 0)) * ranks
-    gpus, why = head_gpus(inputs.num_gpus, cpu_platform=run.cfg.rehearse, needed=ranks)
-    return max(8, os.cpu_count() or 2, asked), gpus, why
+    return steps.head_size(
+        profile, inputs.num_gpus, run.cfg.rehearse, ranks, min_cpus=max(8, os.cpu_count() or 2)
+    )
 
 
-@contextlib.contextmanager
 def chain_cluster(run: Run, inputs: Inputs):
     """``run.address`` set for the block: the user's cluster, or one private head for the chain."""
-    from cobalt.serve.cluster import connect, ray_cluster
-
     cpus, gpus, why = (None, 0, None) if inputs.address else head_size(run, inputs)
-    with ray_cluster(inputs.address, num_cpus=cpus, num_gpus=gpus, gpus_why=why, log=run.log) as address:
-        run.address = address
-        connect(address)
-        try:
-            yield
-        finally:
-            import ray
-
-            ray.shutdown()
+    return steps.cluster(run, inputs.address, cpus, gpus, why)
 
 
 def base_model(run: Run, inputs: Inputs) -> Path:
     model = run.cfg.model or profile_model(inputs.profile)
     if model != "smollm2":
         return Path(model)
-    out = run.root / "models/smollm2"
-    run.stage("export SmolLM2 (stands in for the base model)", lambda: (out / "config.json").exists(),
-              lambda: run.command("export", [*python("cobalt.train.tiny_policy"), "smollm2", "--out", out]))  # fmt: skip
-    return out
+    return steps.export_smollm2(run, "export SmolLM2 (stands in for the base model)")
 
 
 def run_chain(run: Run, inputs: Inputs) -> Path:

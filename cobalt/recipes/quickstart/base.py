@@ -18,7 +18,7 @@ import os
 import shutil
 from pathlib import Path
 
-BASE_FILE = "base.json"
+from cobalt.common import rundir
 
 # settings that act only after the base: every other setting (including any added later) decides it
 AFTER_THE_BASE = frozenset(
@@ -43,22 +43,17 @@ def base_files(root: Path, chain_tags) -> list[str]:
 def record_base(root: Path, cfg, chain_tags) -> None:
     """Write ``base.json`` once the base evaluations exist (kept if already there: an adopted
     base's record names where it came from)."""
-    path = root / BASE_FILE
+    path = root / rundir.BASE
     if not path.exists():
-        write_json(path, {"settings": base_settings(cfg), "files": base_files(root, chain_tags)})
-
-
-def write_json(path: Path, record: dict) -> None:
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(record, indent=1))
-    tmp.replace(path)
+        record = {"settings": base_settings(cfg), "files": base_files(root, chain_tags)}
+        rundir.write_atomically(path, json.dumps(record, indent=1))
 
 
 def read_base(base_dir: Path) -> dict:
-    path = base_dir / BASE_FILE
+    path = base_dir / rundir.BASE
     if not path.exists():
         raise ValueError(
-            f"--base_run {base_dir}: no {BASE_FILE}; that run has not finished its base evaluation "
+            f"--base_run {base_dir}: no {rundir.BASE}; that run has not finished its base evaluation "
             "(run or resume it first)"
         )
     try:
@@ -89,7 +84,7 @@ def adopt_base(root: Path, cfg, base_dir: Path, log=print) -> int:
         raise ValueError(f"--base_run {base_dir}: that is this run's own directory")
     theirs = read_base(base_dir)
     check_same_base(base_dir, theirs["settings"], cfg)
-    mine = root / BASE_FILE
+    mine = root / rundir.BASE
     if mine.exists():
         adopted = json.loads(mine.read_text()).get("adopted_from")
         if adopted != str(base_dir):
@@ -103,10 +98,10 @@ def adopt_base(root: Path, cfg, base_dir: Path, log=print) -> int:
         if target.exists():
             continue
         if not source.is_file():
-            raise ValueError(f"{base_dir / BASE_FILE}: lists {name}, which is gone from that run")
+            raise ValueError(f"{base_dir / rundir.BASE}: lists {name}, which is gone from that run")
         link_or_copy(source, target)
         linked += 1
-    write_json(mine, dict(theirs, adopted_from=str(base_dir)))
+    rundir.write_atomically(mine, json.dumps(dict(theirs, adopted_from=str(base_dir)), indent=1))
     log(f"base: {linked} file(s) taken from {base_dir} ({len(theirs['files'])} in its base)")
     return linked
 

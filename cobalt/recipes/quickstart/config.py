@@ -13,17 +13,6 @@ ARMS = ("trained", "control")
 CONTROL_KEYS = {"epochs", "lr", "batch_size"}
 
 
-def trained_model_subdir(grpo_steps: int) -> str:
-    """Where a run keeps its GRPO-trained model, under the run directory."""
-    return f"checkpoints/global_step_{grpo_steps}/actor/huggingface"
-
-
-def evaluated_subpath(tag: str) -> str:
-    """Where a run keeps a self-debugging chain's evaluated trajectories (``tag``: eval_trained, ...),
-    under the run directory."""
-    return f"{tag}/eval.jsonl"
-
-
 @dataclasses.dataclass(frozen=True)
 class QuickstartConfig:
     model: str = "smollm2"

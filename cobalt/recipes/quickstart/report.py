@@ -18,6 +18,7 @@ import dataclasses
 import json
 from pathlib import Path
 
+from cobalt.common import rundir
 from cobalt.common.jsonl import load_jsonl
 from cobalt.data.novelty import KINDS, UNSEEN, run_novelty
 from cobalt.data.procedural.generate import parse_id
@@ -33,9 +34,8 @@ from cobalt.eval.comparison import (
 from cobalt.eval.repair import compare_repair, repair_section
 from cobalt.eval.report import markdown_table, summarize
 from cobalt.eval.significance import PairedDifference, describe, outcome
+from cobalt.pipeline import report as stage_report
 
-REPORT_FILE = "report/report.json"  # a run writes it last: the run is done when it exists
-METRICS_FILE = "grpo_metrics.jsonl"  # veRL's file logger, pointed into the run directory
 STEP_COLUMNS = {  # report.json's name: veRL metric
     "reward_mean": "critic/score/mean",
     "correctness_mean": "reward/correctness/mean",
@@ -94,17 +94,6 @@ def parquet_rows(path: Path) -> int:
     return pq.read_metadata(path).num_rows
 
 
-def stage_times(state: dict) -> dict:
-    """Seconds per stage as measured when each ran; stages that ran beside another one are inside
-    their block's time and not added to the total."""
-    stages = {k: v for k, v in state.items() if k != "commands"}
-    return {
-        "stages": {k: v["seconds"] for k, v in stages.items()},
-        "concurrent_stages": [k for k, v in stages.items() if v.get("concurrent")],
-        "stages_total_s": round(sum(v["seconds"] for v in stages.values() if not v.get("concurrent")), 1),
-    }
-
-
 EVALUATIONS = {  # report.json's key: (base file, trained file, problem set, figure)
     "heldout": ("base_eval", "trained_eval", "held-out", "pass_at_1.png"),
     "training_problems": ("base_train_eval", "trained_train_eval", "training", "pass_at_1_train.png"),
@@ -136,7 +125,7 @@ def evaluations(run: RunRecord) -> dict:
         out[key] = {
             "figure": figure,
             "pass_at_1": {"base": summarize(str(base_file)), "trained": summarize(str(trained_file))},
-            "comparison": jsonable(comparison),
+            "comparison": stage_report.jsonable(comparison),
             "repair": compare_repair(base_file, trained_file, seed=run.config.get("seed", 0)),
             **({"per_family": families} if families else {}),
             **({"by_novelty": by_novelty} if by_novelty else {}),
@@ -180,7 +169,7 @@ def novelty_comparisons(rows: list[dict], seed: int = 0, problem_set: str = "hel
         if chosen:
             label = f"{name}-program {problem_set}"
             compared = compare_rows([r["base"] for r in chosen], [r["trained"] for r in chosen], seed, label)
-            out[name] = jsonable(compared)
+            out[name] = stage_report.jsonable(compared)
     return out
 
 
@@ -210,7 +199,7 @@ def build(run: RunRecord) -> dict:
     """report.json's content; draws the figures into ``report/``."""
     files, out = run.files, run.root / "report"
     evaluated = evaluations(run)
-    metrics = run.root / METRICS_FILE
+    metrics = run.root / rundir.GRPO_METRICS
     steps = grpo_steps(metrics)
     if steps:
         training_curves.plot(metrics, out / "training.png")
@@ -225,7 +214,7 @@ def build(run: RunRecord) -> dict:
         "training_figure": bool(steps),
         **evaluated,
         **({"preregistered": preregistered_outcome(prereg, evaluated)} if prereg else {}),
-        **stage_times(run.state),
+        **stage_report.stage_times(run.state),
         "commands": run.state.get("commands", {}),
         "seconds": round(run.seconds, 1),
     }
@@ -251,19 +240,14 @@ def preregistered_outcome(prereg: dict, evaluated: dict) -> dict:
     }
 
 
-def jsonable(comparison: dict) -> dict:
-    return {
-        k: [dataclasses.asdict(x) for x in v] if isinstance(v, list) else v for k, v in comparison.items()
-    }
-
-
 def write_report(run: RunRecord) -> Path:
-    """``report/report.json``, the figures and ``report/report.md``; returns the Markdown's path."""
-    (run.root / "report").mkdir(parents=True, exist_ok=True)
+    """``report/report.json``, the figures and, last (the run is done), ``report/report.md``;
+    returns the Markdown's path."""
+    (run.root / rundir.REPORT_DIR).mkdir(parents=True, exist_ok=True)
     report = build(run)
-    (run.root / REPORT_FILE).write_text(json.dumps(report, indent=1))
-    warm = json.loads((run.root / "models/warm/warm_up.json").read_text())
-    control_file = run.root / "models/control/warm_up.json"
+    rundir.write_atomically(run.root / rundir.REPORT_JSON, json.dumps(report, indent=1))
+    warm = json.loads((run.root / rundir.MODELS_WARM / rundir.WARM_UP_RECORD).read_text())
+    control_file = run.root / rundir.MODELS_CONTROL / rundir.WARM_UP_RECORD
     control = json.loads(control_file.read_text()) if report["arm"] == "control" else None
     passes = [pass_at_1_section(report[key]) for key in EVALUATIONS if key in report]
     repairs = [repair_section(report[k]["repair"], report[k]["comparison"]["problem_set"]) for k in EVALUATIONS
@@ -271,10 +255,9 @@ def write_report(run: RunRecord) -> Path:
     families = [family_section(report[k]) for k in EVALUATIONS if "per_family" in report.get(k, {})]
     novelty = [novelty_section(report[k]) for k in EVALUATIONS if "by_novelty" in report.get(k, {})]
     sections = (header(run, report, warm), preregistered_section(report), *novelty, *passes, *repairs, *families,
-                training(report, control), counts_table(report), times_table(report), commands(report))  # fmt: skip
-    path = run.root / "report/report.md"
-    path.write_text("\n".join(line for section in sections for line in section))
-    return path
+                training(report, control), counts_table(report), times_table(report), stage_report.commands(report))  # fmt: skip
+    text = "\n".join(line for section in sections for line in section)
+    return rundir.write_atomically(run.root / rundir.DONE, text)
 
 
 VERDICTS = {
@@ -468,7 +451,7 @@ def training(report: dict, control: dict | None = None) -> list[str]:
             "",
         ]
     figure = ["![Training curves](training.png)", ""] if report["training_figure"] else [
-        f"No training metrics: veRL's file logger wrote no `{METRICS_FILE}` in this run.", ""]  # fmt: skip
+        f"No training metrics: veRL's file logger wrote no `{rundir.GRPO_METRICS}` in this run.", ""]  # fmt: skip
     return [
         "## GRPO training",
         "",
@@ -490,24 +473,12 @@ def counts_table(report: dict) -> list[str]:
 
 
 def times_table(report: dict) -> list[str]:
-    concurrent = set(report["concurrent_stages"])
-    rows = [f"| {'  ↳ ' if k in concurrent else ''}{k} | {v:.0f} |" for k, v in report["stages"].items()]
     return [
-        "## Stage times",
-        "",
-        "| stage | seconds |",
-        "|---|---:|",
-        *rows,
-        f"| **all stages** | {report['stages_total_s']:.0f} |",
-        "",
+        *stage_report.times_table(report),
         f"This invocation of the quickstart took {report['seconds']:.0f} s (stages already done are skipped, "
         "and their times above are those of the run that did them).",
         "",
     ]
-
-
-def commands(report: dict) -> list[str]:
-    return ["## Commands", "", *[f"- `{name}`: `{cmd}`" for name, cmd in report["commands"].items()], ""]
 
 
 def _fmt(value) -> str:

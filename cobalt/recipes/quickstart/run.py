@@ -31,13 +31,16 @@ import json
 import random
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
+from cobalt.common import rundir
 from cobalt.common.argtypes import caller_path, non_negative_int
 from cobalt.common.config import from_dict, load_config
 from cobalt.common.jsonl import load_jsonl, write_jsonl
 from cobalt.data.embedded import PROBLEM_SETS
 from cobalt.data.sources import file_shape
+from cobalt.pipeline import steps
 from cobalt.pipeline.stages import (
     ROOT,
     Chain,
@@ -49,25 +52,15 @@ from cobalt.pipeline.stages import (
     stop_engine,
 )
 from cobalt.recipes.quickstart.base import adopt_base, record_base
-from cobalt.recipes.quickstart.config import ARMS, QuickstartConfig, trained_model_subdir
-from cobalt.recipes.quickstart.report import METRICS_FILE, RunRecord, write_report
+from cobalt.recipes.quickstart.config import ARMS, QuickstartConfig
+from cobalt.recipes.quickstart.report import RunRecord, write_report
 from cobalt.train.profile import override
 
 
 # ------------------------------------------------------------------------------------- stages
 def export_model(run: Run) -> Path:
     """The base instruct model as a Hugging Face directory."""
-    if run.cfg.model != "smollm2":
-        return Path(run.cfg.model)
-    out = run.root / "models/smollm2"
-    run.stage(
-        "export SmolLM2",
-        lambda: (out / "config.json").exists(),
-        lambda: run.command(
-            "export", [sys.executable, "-m", "cobalt.train.tiny_policy", "smollm2", "--out", out]
-        ),
-    )
-    return out
+    return steps.export_smollm2(run) if run.cfg.model == "smollm2" else Path(run.cfg.model)
 
 
 def problem_records(run: Run) -> list[dict]:
@@ -91,28 +84,18 @@ def convert_problems(run: Run, source: str, shape: str, name: str = "problems") 
     """``preproc/preproc_taco.py`` or ``preproc/preproc_lcb_test6.py`` on a raw file; the records'
     path. TACO's reference solutions are checked in the sandbox (in this process), as the reference
     does; its train/dev split is left to the caller (``--dev_ratio 0``)."""
+    stage, command = f"{name}: {shape} file to problem records", f"{name}_preproc"
     if shape == "taco":
-        out_dir = run.root / f"data/{name}_taco"
-        out = out_dir / "taco_verified_filtered.jsonl"
-        args = [ROOT / "preproc/preproc_taco.py", "--input_file", source, "--output_dir", out_dir,
-                "--dev_ratio", 0, "--evaluator", "local"]  # fmt: skip
-    else:
-        out = run.root / f"data/{name}_lcb.jsonl"
-        args = [ROOT / "preproc/preproc_lcb_test6.py", "--input_file", source, "--output_file", out]
-    run.stage(
-        f"{name}: {shape} file to problem records", out.exists, lambda: run.command(f"{name}_preproc", args)
-    )
-    return out
-
-
-PROCEDURAL_DIR = "data/procedural"
+        out_dir = steps.taco_to_problems(run, stage, command, source, run.root / f"data/{name}_taco", 0)
+        return out_dir / "taco_verified_filtered.jsonl"
+    return steps.lcb_to_problems(run, stage, command, source, run.root / f"data/{name}_lcb.jsonl")
 
 
 def procedural_files(run: Run) -> dict[str, Path]:
     """Where ``problems: procedural`` keeps its splits and their solutions (``procedural_problems``)."""
     from cobalt.data.procedural.splits import SOLUTIONS, SPLITS
 
-    out = run.root / PROCEDURAL_DIR
+    out = run.root / rundir.PROCEDURAL
     return {split: out / f"{split}.jsonl" for split in SPLITS} | {"solutions": out / SOLUTIONS}
 
 
@@ -122,7 +105,7 @@ def procedural_problems(run: Run) -> dict[str, Path]:
     families (disjoint by seed, statement and tests) and instances of the held-out families."""
     files, p = procedural_files(run), run.cfg.procedural
     # --overwrite: the run's own files; a build interrupted between two files is redone whole
-    cmd = [sys.executable, "-m", "cobalt.data.procedural", "--out", run.root / PROCEDURAL_DIR,
+    cmd = [sys.executable, "-m", "cobalt.data.procedural", "--out", run.root / rundir.PROCEDURAL,
            "--train", run.cfg.train_problems, "--dev", p.get("dev", 0), "--heldout", run.cfg.heldout_problems,
            "--heldout_families", p.get("heldout_families", 0), "--seed", p.get("seed", 0),
            "--overwrite"]  # fmt: skip
@@ -148,7 +131,7 @@ def split_problems(run: Run) -> tuple[Path, Path]:
         if evaluate not in ("heldout", "dev"):
             raise ValueError(f"procedural.evaluate: {evaluate!r}; expected heldout or dev")
         return files["train"], files[evaluate]
-    train, heldout = run.root / "data/train_problems.jsonl", run.root / "data/heldout_problems.jsonl"
+    train, heldout = run.root / rundir.TRAIN_PROBLEMS, run.root / rundir.HELDOUT_PROBLEMS
     records = problem_records(run)  # a raw file is converted first (a stage of its own)
 
     def write():
@@ -156,7 +139,7 @@ def split_problems(run: Run) -> tuple[Path, Path]:
         need = run.cfg.train_problems + run.cfg.heldout_problems
         if len(records) < need:
             raise ValueError(f"{run.cfg.problems}: {len(records)} problems, the profile needs {need}")
-        write_jsonl(run.path("data/train_problems.jsonl"), records[: run.cfg.train_problems], overwrite=True)
+        write_jsonl(run.path(rundir.TRAIN_PROBLEMS), records[: run.cfg.train_problems], overwrite=True)
         write_jsonl(heldout, records[-run.cfg.heldout_problems :], overwrite=True)
 
     run.stage("split problems", lambda: train.exists() and heldout.exists(), write)
@@ -170,7 +153,7 @@ def train_eval_subset(run: Run, train: Path) -> Path | None:
     n = run.cfg.train_eval_problems
     if not n:
         return None
-    subset = run.path("data/train_eval_problems.jsonl")
+    subset = run.path(rundir.TRAIN_EVAL_PROBLEMS)
 
     def write():
         records = load_jsonl(train)
@@ -193,10 +176,10 @@ def warm_up(run: Run, base: Path, train: Path) -> Path:
     if not w.get("enabled", run.cfg.model == "smollm2"):
         run.log(f"SFT warm-up: not for {base} (warmup.enabled is off); the model is used as it is")
         return base
-    out = run.root / "models/warm"
+    out = run.root / rundir.MODELS_WARM
     problems, solutions = warm_up_problems(run, train), solution_flags(run)
     if run.cfg.problems not in PROBLEM_SETS and not solutions and file_shape(run.cfg.problems) == "lcb":
-        problems = run.path("data/warm_up_problems.jsonl")
+        problems = run.path(rundir.WARM_UP_STAND_INS)
         run.log("SFT warm-up: LiveCodeBench records carry no solutions; warming up on the embedded problems")
         if not problems.exists():
             from cobalt.data.embedded import problem_records as embedded_records
@@ -208,7 +191,9 @@ def warm_up(run: Run, base: Path, train: Path) -> Path:
     cmd = [sys.executable, "-m", "cobalt.train.sft", "--model", base, "--problems", problems, *solutions,
            "--out", out, "--epochs", w.get("epochs", 2), "--lr", w.get("lr", 1e-4),
            "--batch_size", w.get("batch_size", 4), *seed]  # fmt: skip
-    run.stage("SFT warm-up", lambda: (out / "warm_up.json").exists(), lambda: run.command("warmup", cmd))
+    run.stage(
+        "SFT warm-up", lambda: (out / rundir.WARM_UP_RECORD).exists(), lambda: run.command("warmup", cmd)
+    )
     return out
 
 
@@ -234,7 +219,7 @@ def warm_up_problems(run: Run, train: Path) -> Path:
     n = run.cfg.warmup.get("problems")
     if not n:
         return train
-    subset = run.path("data/warm_up_subset.jsonl")  # (warm_up_problems.jsonl: LiveCodeBench's stand-ins)
+    subset = run.path(rundir.WARM_UP_SUBSET)
 
     def write():
         write_jsonl(subset, load_jsonl(train)[:n], overwrite=True)
@@ -246,19 +231,11 @@ def warm_up_problems(run: Run, train: Path) -> Path:
 def evaluation_chains(
     run: Run, model_tag: str, heldout: Path, train_subset: Path | None, families: Path | None = None
 ) -> dict:
-    """The evaluation chains of one model (``base`` or ``trained``): the held-out problems, and the
-    training subset and the held-out families when the profile has them."""
+    """The evaluation chains of one model (``base``, ``trained`` or ``control``): the held-out
+    problems, and the training subset and the held-out families when the profile has them."""
+    sets = {"": heldout, "_train": train_subset, "_families": families}
     cfg = run.cfg
-
-    def chain(problems: Path) -> Chain:
-        return Chain(problems, cfg.eval_samples, cfg.eval_turns, temperature=cfg.eval_temperature)
-
-    chains = {f"eval_{model_tag}": chain(heldout)}
-    if train_subset is not None:
-        chains[f"eval_{model_tag}_train"] = chain(train_subset)
-    if families is not None:
-        chains[f"eval_{model_tag}_families"] = chain(families)
-    return chains
+    return steps.evaluation_chains(model_tag, sets, cfg.eval_samples, cfg.eval_turns, cfg.eval_temperature)
 
 
 def offline_trajectories(run: Run, train: Path) -> Path | None:
@@ -268,7 +245,7 @@ def offline_trajectories(run: Run, train: Path) -> Path | None:
     options = run.cfg.offline_trajectories
     if not options:
         return None
-    out = run.root / "trajectories_offline/eval.jsonl"
+    out = run.root / rundir.OFFLINE_TRAJECTORIES
     flags = [x for key, value in options.items() for x in (f"--{key}", value)]
     cmd = [sys.executable, "-m", "cobalt.data.procedural.offline", "--problems", train, "--out", out, *flags]
     run.stage("offline trajectories (buggy first attempts)", out.exists, lambda: run.command("offline", cmd))
@@ -282,7 +259,7 @@ def all_trajectories(run: Run, own: Path | None, offline: Path | None) -> Path:
         return sources[0]
     if not sources:
         raise ValueError("no trajectories: set train_samples above 0 or offline_trajectories")
-    out = run.root / "data/trajectories_all.jsonl"
+    out = run.root / rundir.ALL_TRAJECTORIES
 
     def write():
         write_jsonl(out, [record for path in sources for record in load_jsonl(path)], overwrite=True)
@@ -292,48 +269,12 @@ def all_trajectories(run: Run, own: Path | None, offline: Path | None) -> Path:
 
 
 def bandit_data(run: Run, trajectories: Path, tokenizer: Path) -> Path:
-    prompts, parquet_dir = run.root / "data/bandit_train.jsonl", run.root / "data/verl"
-    run.stage(
-        "bandit prompts",
-        prompts.exists,
-        lambda: run.command(
-            "bandit",
-            [
-                sys.executable,
-                ROOT / "preproc/process_multi_turn_taco.py",
-                "-i",
-                trajectories,
-                "-o",
-                prompts,
-                "--model_name",
-                tokenizer,
-            ],
-        ),
+    """Bandit prompts and their veRL parquet. veRL needs validation files; validation is off
+    (test_freq -1): held-out problems are evaluated by the quickstart itself, never trained on."""
+    prompts = steps.bandit_prompts(
+        run, "bandit prompts", "bandit", trajectories, run.root / "data/bandit_train.jsonl", tokenizer
     )
-    # veRL needs validation files; validation is off (test_freq -1): held-out problems are
-    # evaluated by the quickstart itself and never enter training.
-    run.stage(
-        "veRL parquet",
-        lambda: (parquet_dir / "train.parquet").exists(),
-        lambda: run.command(
-            "parquet",
-            [
-                sys.executable,
-                ROOT / "preproc/verl_preproc_multi_turn.py",
-                "--local_dir",
-                parquet_dir,
-                "--train_data_file",
-                prompts,
-                "--val_data_file",
-                prompts,
-            ],
-        ),
-    )
-    return parquet_dir
-
-
-def trained_model_dir(run: Run) -> Path:
-    return run.root / trained_model_subdir(run.cfg.grpo_steps)
+    return steps.verl_parquet(run, "veRL parquet", "parquet", prompts, prompts, run.root / "data/verl")
 
 
 def seed_overrides(cfg: QuickstartConfig) -> list[str]:
@@ -345,7 +286,7 @@ def seed_overrides(cfg: QuickstartConfig) -> list[str]:
 
 
 def control_model_dir(run: Run) -> Path:
-    return run.root / "models/control"
+    return run.root / rundir.MODELS_CONTROL
 
 
 def control_sft_command(run: Run, model: Path, train: Path) -> list:
@@ -362,18 +303,17 @@ def control_sft_command(run: Run, model: Path, train: Path) -> list:
 def control_sft(run: Run, model: Path, train: Path) -> Path:
     out = control_model_dir(run)
     cmd = control_sft_command(run, model, train)
-    run.stage("control SFT", lambda: (out / "warm_up.json").exists(), lambda: run.command("control_sft", cmd))
+    run.stage(
+        "control SFT", lambda: (out / rundir.WARM_UP_RECORD).exists(), lambda: run.command("control_sft", cmd)
+    )
     return out
-
-
-ARM_FILE = "arm.json"  # the arm and training seed a run directory was started with
 
 
 def check_arm(run: Run) -> None:
     """A run directory belongs to one arm and training seed: resuming it with another would mix
     their stages (a GRPO checkpoint of one seed evaluated as another's)."""
     mine = {"arm": run.cfg.arm, "train_seed": run.cfg.train_seed}
-    path, theirs = run.root / ARM_FILE, None
+    path, theirs = run.root / rundir.ARM, None
     if path.exists():
         theirs = json.loads(path.read_text())
     elif run.state_path.exists():  # a run started before arm.json: trained, the train profile's seeds
@@ -384,26 +324,29 @@ def check_arm(run: Run) -> None:
             f"not arm {mine['arm']!r} with train_seed {mine['train_seed']}; use another --run_dir (or --new)"
         )
     if not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(mine))
+        rundir.write_atomically(path, json.dumps(mine))
 
 
 def grpo(run: Run, parquet_dir: Path, model: Path) -> Path:
-    out = trained_model_dir(run)
-    run.stage("GRPO", lambda: any(out.glob("*.safetensors")),
-              lambda: run.command("grpo", [
-                  sys.executable, "-m", "cobalt.train.launch", "--profile", run.cfg.train_profile,
-                  "--address", run.address, "--logger", "console,file",
-                  override("data.train_files", str(parquet_dir / "train.parquet")),
-                  override("data.val_files", str(parquet_dir / "test.parquet")),
-                  override("actor_rollout_ref.model.path", str(model)),
-                  override("trainer.default_local_dir", str(run.root / "checkpoints")),
-                  f"trainer.total_training_steps={run.cfg.grpo_steps}",
-                  f"trainer.save_freq={run.cfg.grpo_steps}",
-                  *fitted_lengths(run.cfg.train_profile, parquet_dir / "train.parquet", model),
-                  *seed_overrides(run.cfg),
-              ], env={"VERL_FILE_LOGGER_PATH": str(run.root / METRICS_FILE)}))  # fmt: skip
-    return out
+    train = parquet_dir / "train.parquet"
+    cmd = [
+        *steps.python("cobalt.train.launch"),
+        "--profile",
+        run.cfg.train_profile,
+        "--address",
+        run.address,
+        "--logger",
+        "console,file",
+        override("data.train_files", str(train)),
+        override("data.val_files", str(parquet_dir / "test.parquet")),
+        override("actor_rollout_ref.model.path", str(model)),
+        override("trainer.default_local_dir", str(run.root / rundir.CHECKPOINTS)),
+        f"trainer.total_training_steps={run.cfg.grpo_steps}",
+        f"trainer.save_freq={run.cfg.grpo_steps}",
+        *fitted_lengths(run.cfg.train_profile, train, model),
+        *seed_overrides(run.cfg),
+    ]
+    return steps.grpo(run, cmd, env={"VERL_FILE_LOGGER_PATH": str(run.root / rundir.GRPO_METRICS)})
 
 
 # ---------------------------------------------------------------------------------------- main
@@ -411,69 +354,100 @@ def head_size(cfg: QuickstartConfig) -> tuple[int, int, str]:
     """CPUs and GPUs of the run's private Ray head, and why that many GPUs: the trainer's CPU
     platform asks Ray for fake GPUs (the profile's ``ray.num_gpus``); a GPU profile's head offers
     the GPUs found here, or ``--num_gpus``."""
-    from cobalt.serve.cluster import head_gpus
     from cobalt.train.profile import load_profile
 
     profile = load_profile(cfg.train_profile)
     cpu_platform = profile.env.get("VERL_PLATFORM") == "cpu"
     needed = int(profile.ray.get("num_gpus", 0)) if cpu_platform else 0
-    gpus, why = head_gpus(cfg.num_gpus, cpu_platform, needed)
-    return max(cfg.ray_num_cpus, int(profile.ray.get("num_cpus", 0))), gpus, why
+    return steps.head_size(profile, cfg.num_gpus, cpu_platform, needed, min_cpus=cfg.ray_num_cpus)
 
 
-def run_pipeline(run: Run) -> Path:
-    from cobalt.serve.cluster import connect, ray_cluster
+@dataclasses.dataclass(frozen=True)
+class Base:
+    """The base every arm starts from: the problems, the warmed-up model, the offline trajectories."""
 
-    started = time.monotonic()
-    check_arm(run)
+    train: Path
+    heldout: Path
+    families: Path | None
+    train_subset: Path | None
+    model: Path
+    offline: Path | None
+
+
+def make_base(run: Run) -> Base:
+    """The stages before the run's cluster: export, problems, warm-up, offline trajectories (or
+    another run's base, adopted)."""
     if run.cfg.base_run:
         adopt_base(run.root, run.cfg, Path(run.cfg.base_run), log=run.log)
-    base = export_model(run)
+    exported = export_model(run)
     train, heldout = split_problems(run)
-    families = heldout_families(run)
-    train_subset = train_eval_subset(run, train)
-    warm = warm_up(run, base, train)
-    offline = offline_trajectories(run, train)
+    families, subset = heldout_families(run), train_eval_subset(run, train)
+    warm = warm_up(run, exported, train)
+    return Base(train, heldout, families, subset, warm, offline_trajectories(run, train))
 
+
+def private_cluster(run: Run):
     num_cpus, num_gpus, why = head_size(run.cfg)
-    with ray_cluster(None, num_cpus=num_cpus, num_gpus=num_gpus, gpus_why=why, log=run.log) as address:
-        run.address = address
-        connect(address)
-        cfg = run.cfg
-        own = {"trajectories": Chain(train, cfg.train_samples, cfg.train_turns)} if cfg.train_samples else {}
-        base_chains = {**own, **evaluation_chains(run, "base", heldout, train_subset, families)}
-        base_evals = self_debug_side_by_side(run, "base model", warm, base_chains)
-        record_base(run.root, run.cfg, base_chains)
-        trajectories = all_trajectories(run, base_evals.get("trajectories"), offline)
-        parquet_dir = bandit_data(run, trajectories, warm)
-        stop_engine(run)
-        arm = cfg.arm  # the model compared with the base: GRPO's, or the control's SFT
-        trained = grpo(run, parquet_dir, warm) if arm == "trained" else control_sft(run, warm, train)
-        trained_evals = self_debug_side_by_side(
-            run, f"{arm} model", trained, evaluation_chains(run, arm, heldout, train_subset, families)
-        )
-        stop_engine(run)
-        import ray
+    return steps.cluster(run, None, num_cpus, num_gpus, why)
 
-        ray.shutdown()
+
+@dataclasses.dataclass(frozen=True)
+class Steps:
+    """The steps :func:`run_pipeline` composes (a test gives its own)."""
+
+    base: Callable = make_base
+    cluster: Callable = private_cluster
+    side_by_side: Callable = self_debug_side_by_side
+    bandit_data: Callable = bandit_data
+    stop_engine: Callable = stop_engine
+    grpo: Callable = grpo
+    control_sft: Callable = control_sft
+    report: Callable = write_report
+
+
+def run_pipeline(run: Run, do: Steps = Steps()) -> Path:
+    started = time.monotonic()
+    check_arm(run)
+    base = do.base(run)
+    cfg, arm = run.cfg, run.cfg.arm  # the model compared with the base: GRPO's, or the control's SFT
+    with do.cluster(run):
+        own = (
+            {"trajectories": Chain(base.train, cfg.train_samples, cfg.train_turns)}
+            if cfg.train_samples
+            else {}
+        )
+        base_chains = {
+            **own,
+            **evaluation_chains(run, "base", base.heldout, base.train_subset, base.families),
+        }
+        base_evals = do.side_by_side(run, "base model", base.model, base_chains)
+        record_base(run.root, cfg, base_chains)
+        trajectories = all_trajectories(run, base_evals.get("trajectories"), base.offline)
+        parquet_dir = do.bandit_data(run, trajectories, base.model)
+        do.stop_engine(run)
+        trained = (
+            do.grpo(run, parquet_dir, base.model)
+            if arm == "trained"
+            else do.control_sft(run, base.model, base.train)
+        )
+        chains = evaluation_chains(run, arm, base.heldout, base.train_subset, base.families)
+        trained_evals = do.side_by_side(run, f"{arm} model", trained, chains)
+        do.stop_engine(run)
     files = {
-        "train": train,
-        "heldout": heldout,
+        "train": base.train,
+        "heldout": base.heldout,
         "trajectories": trajectories,
         "bandit": run.root / "data/bandit_train.jsonl",
         "parquet": parquet_dir,
-        "base_eval": base_evals["eval_base"],
-        "trained_eval": trained_evals[f"eval_{arm}"],
     }
-    if train_subset is not None:
-        files |= {"base_train_eval": base_evals["eval_base_train"],
-                  "trained_train_eval": trained_evals[f"eval_{arm}_train"]}  # fmt: skip
-    if families is not None:
-        files |= {"base_families_eval": base_evals["eval_base_families"],
-                  "trained_families_eval": trained_evals[f"eval_{arm}_families"]}  # fmt: skip
-    record = RunRecord(run.root, run.profile, dataclasses.asdict(run.cfg), run.state, files,
-                       time.monotonic() - started)  # fmt: skip
-    return write_report(record)
+    for suffix, key in (("", "eval"), ("_train", "train_eval"), ("_families", "families_eval")):
+        if f"eval_base{suffix}" in base_evals:
+            files |= {
+                f"base_{key}": base_evals[f"eval_base{suffix}"],
+                f"trained_{key}": trained_evals[f"eval_{arm}{suffix}"],
+            }
+    elapsed = time.monotonic() - started
+    return do.report(RunRecord(run.root, run.profile, dataclasses.asdict(cfg), run.state, files, elapsed))
 
 
 def main(argv=None) -> int:
