@@ -4,6 +4,7 @@ remove-padding off), and the dry runs say which backend the run will use. A stan
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -81,3 +82,33 @@ def test_the_paper_chains_dry_run_says_which_attention_it_will_use(tmp_path, fak
 
     assert attention(env_with(None)).startswith("attention: sdpa, as flash-attn does not import here")
     assert attention(env_with(fake_flash_attn)).startswith("attention: flash_attention_2")
+
+
+def test_the_preflight_fails_on_the_choices_field_not_on_the_wording_of_its_note():
+    from cobalt.recipes.paper.preflight import check_attention
+
+    unloadable = choose([f"+{ATTENTION_KEY}=flash_attention_2"], flash_attn=False)
+    assert not unloadable.loads and check_attention(unloadable).level == "fail"
+    assert choose([f"+{ATTENTION_KEY}=flash_attention_2"], flash_attn=True).loads
+    assert choose([f"+{ATTENTION_KEY}=sdpa"], flash_attn=False).loads
+    reworded = dataclasses.replace(
+        unloadable, note="attention: flash_attention_2 (cannot load: no flash-attn)"
+    )
+    assert check_attention(reworded).level == "fail"
+    told = dataclasses.replace(unloadable, loads=True)  # whatever the note says, the field decides
+    assert check_attention(told).level == "ok"
+
+
+def test_a_profile_is_single_turn_by_its_field_not_by_its_file_names(tmp_path):
+    from cobalt.train.profile import load_profile, single_turn
+
+    assert single_turn("single_turn_r1_distill_llama_8b") and not single_turn("multi_turn_qwen3_8b")
+    own = tmp_path / "mine.yaml"
+    own.write_text(
+        "extends: multi_turn_qwen3_8b\noverrides:\n  data.train_files: data/single_turn_v2/train.parquet\n"
+    )
+    assert not single_turn(str(own))  # a file name says nothing
+    own.write_text(
+        "extends: multi_turn_qwen3_8b\nsingle_turn: true\noverrides:\n  data.train_files: d/t.parquet\n"
+    )
+    assert single_turn(str(own)) and load_profile(str(own)).single_turn

@@ -42,6 +42,7 @@ class Attention:
     backend: str  # what the actor and reference models will use
     overrides: list[str]  # to add after all others
     note: str  # one line: the backend and why
+    loads: bool = True  # False: the backend cannot load the model here (flash-attn set but not importable)
 
 
 def choose(overrides: list[str], flash_attn: bool | None = None) -> Attention:
@@ -54,7 +55,7 @@ def choose(overrides: list[str], flash_attn: bool | None = None) -> Attention:
         if chosen == VERL_DEFAULT and not flash:
             note += (f"; flash-attn does not import here, so the model will not load: set +{ATTENTION_KEY}=sdpa"
                      " or build it (COBALT_FLASH_ATTN=1 COBALT_PROFILE=gpu bash scripts/setup.sh)")  # fmt: skip
-        return Attention(chosen, [], note)
+        return Attention(chosen, [], note, loads=chosen != VERL_DEFAULT or flash)
     if flash:
         return Attention(VERL_DEFAULT, [], f"attention: {VERL_DEFAULT} (veRL's default; flash-attn imports)")
     return Attention(

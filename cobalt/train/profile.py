@@ -24,6 +24,7 @@ PROFILE_KEYS = {
     "evaluator_config",
     "prepare",
     "overrides",
+    "single_turn",
 }
 
 
@@ -39,6 +40,7 @@ class Profile:
     evaluator_config: str = "evaluator"
     prepare: dict = dataclasses.field(default_factory=dict)
     overrides: dict = dataclasses.field(default_factory=dict)
+    single_turn: bool = False  # trains on turn-0 prompts of the problems: no trajectory stages
 
 
 PLUGIN_MODULES = "VERL_USE_EXTERNAL_MODULES"  # veRL imports these in every process that imports it
@@ -265,7 +267,7 @@ ATTENTION_KEY = "actor_rollout_ref.model.override_config.attn_implementation"
 
 def single_turn(profile: str) -> bool:
     """Whether training profile ``profile`` trains on turn-0 prompts (no trajectory stages)."""
-    return "single_turn" in str(load_profile(profile).overrides.get("data.train_files", ""))
+    return load_profile(profile).single_turn
 
 
 def profile_model(profile: str) -> str:

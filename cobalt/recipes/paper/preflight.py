@@ -114,7 +114,7 @@ def check_overrides(profile_overrides: dict, chosen, extra: list[str]) -> Check:
 
 
 def check_attention(chosen) -> Check:
-    level = "fail" if "does not import here, so the model will not load" in chosen.note else "ok"
+    level = "ok" if chosen.loads else "fail"
     return Check(level, "attention", chosen.note.removeprefix("attention: "))
 
 
