@@ -46,8 +46,8 @@ def stop_gracefully(proc: subprocess.Popen, grace_s: float = 60.0) -> None:
 class Run:
     """The run directory, the stage bookkeeping (times, skips) and the commands.
 
-    ``cfg`` needs ``sampling`` (temperature, top_p, max_tokens, enable_thinking) and
-    ``engine_config``; ``evaluator_config`` when it has one."""
+    ``cfg`` needs ``sampling`` (temperature, top_p, max_tokens, enable_thinking), ``MAX_TOKENS``
+    (the recipe's answer budget) and ``engine_config``; ``evaluator_config`` when it has one."""
 
     def __init__(self, root: Path, cfg, profile: str, name: str = "quickstart"):
         self.root, self.cfg, self.profile, self.name = root, cfg, profile, name
@@ -127,12 +127,23 @@ class Run:
             raise RuntimeError(f"{name} failed (exit {returncode}); last lines of {log_path}:\n{tail}")
 
     def inference_args(self, temperature: float | None = None) -> list:
-        s = self.cfg.sampling
-        temperature = s.get("temperature", 0.6) if temperature is None else temperature
-        args = ["--address", self.address, "--engine_config", self.cfg.engine_config,
-                "--temperature", temperature, "--top_p", s.get("top_p", 0.95),
-                "--max_tokens", s.get("max_tokens", 256)]  # fmt: skip
-        return args + (["--enable_thinking"] if s.get("enable_thinking") else [])
+        engine = ["--address", self.address, "--engine_config", self.cfg.engine_config]
+        return engine + sampling_flags(self.cfg, temperature)
+
+
+def sampling(cfg) -> dict:
+    """A recipe's sampling settings (``cfg.sampling``) over the defaults, whose answer budget is
+    the recipe's own (``cfg.MAX_TOKENS``)."""
+    defaults = {"temperature": 0.6, "top_p": 0.95, "max_tokens": cfg.MAX_TOKENS, "enable_thinking": False}
+    return defaults | cfg.sampling
+
+
+def sampling_flags(cfg, temperature: float | None = None) -> list:
+    """The inference commands' sampling flags; ``temperature`` (e.g. 0: greedy) over the recipe's."""
+    s = sampling(cfg)
+    temperature = s["temperature"] if temperature is None else temperature
+    flags = ["--temperature", temperature, "--top_p", s["top_p"], "--max_tokens", s["max_tokens"]]
+    return flags + (["--enable_thinking"] if s["enable_thinking"] else [])
 
 
 @dataclass(frozen=True)

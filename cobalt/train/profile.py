@@ -181,11 +181,22 @@ def override_value(overrides: list[str], key: str) -> str | None:
     return value
 
 
+def gpu_layout(overrides: list[str]) -> tuple[int, int]:
+    """``(GPUs per node, nodes)`` the run trains on: the last ``trainer.n_gpus_per_node`` and
+    ``trainer.nnodes`` given (a null leaves the one before), 1 when none is."""
+
+    def last(key: str) -> int:
+        given = [override_value([item], key) for item in overrides]
+        values = [v for v in given if v not in (None, "", "null")]
+        return int(values[-1]) if values else 1
+
+    return last("trainer.n_gpus_per_node"), last("trainer.nnodes")
+
+
 def world_size(overrides: list[str]) -> int:
     """FSDP ranks the run asks for: ``trainer.nnodes`` x ``trainer.n_gpus_per_node``."""
-    nodes = override_value(overrides, "trainer.nnodes") or "1"
-    per_node = override_value(overrides, "trainer.n_gpus_per_node") or "1"
-    return int(nodes) * int(per_node)
+    per_node, nodes = gpu_layout(overrides)
+    return per_node * nodes
 
 
 REWARD_IN_FLIGHT = "reward.reward_kwargs.cobalt.max_in_flight"

@@ -26,8 +26,9 @@ from pathlib import Path
 
 from cobalt.common import rundir
 from cobalt.common.config import config_path, from_dict, load_config, merge
-from cobalt.pipeline.stages import line_count
+from cobalt.pipeline.stages import line_count, sampling_flags
 from cobalt.recipes.design.report import repair_path, run_name
+from cobalt.recipes.quickstart.config import ARMS
 
 BASE_SEED = 0  # the trained seed whose run makes the base every other run takes (--base_run)
 
@@ -81,16 +82,13 @@ def repair_command(cfg, repair: dict, trained_dir: Path, output: Path) -> str:
     inputs = [trained_dir / rundir.evaluated("eval_trained")]
     if int(cfg.procedural.get("heldout_families", 0)):
         inputs.append(trained_dir / rundir.evaluated("eval_trained_families"))
-    s = cfg.sampling
     return " ".join(
         [
             "python -m cobalt.eval.repair_run -i",
             *map(str, inputs),
             f"-o {output} --model {trained_dir / rundir.trained_model(cfg.grpo_steps)}",
             f"--engine_config {cfg.engine_config} --samples {repair['samples']}",
-            f"--temperature {s.get('temperature', 0.6)} --top_p {s.get('top_p', 0.95)}",
-            f"--max_tokens {s.get('max_tokens', 256)}",
-            *(["--enable_thinking"] if s.get("enable_thinking") else []),
+            *map(str, sampling_flags(cfg)),
         ]
     )
 
@@ -156,11 +154,7 @@ def plan(design: dict, root: str | Path = ".") -> dict:
         )
 
     runs = [
-        *[
-            run(arm, s, seconds(arm, s), command(arm, s))
-            for arm in ("trained", "control")
-            for s in design["seeds"]
-        ],
+        *[run(arm, s, seconds(arm, s), command(arm, s)) for arm in ARMS for s in design["seeds"]],
         *[run("repair", s, *repair_seconds_and_command(s)) for s in repair["seeds"]],
     ]
     arms: dict[str, int] = {}

@@ -24,12 +24,12 @@ from cobalt.common import rundir
 from cobalt.common.errors import DataError
 from cobalt.data.novelty import KINDS, SEEN_GRPO, SEEN_SFT, UNSEEN
 from cobalt.eval.significance import ALPHA, format_p, paired_difference, pooled_paired_test
+from cobalt.recipes.quickstart.config import ARMS  # a run per arm and training seed; base: the trained runs'
 
 FIGURE_FILE = "design_pass_at_1.png"
 REPAIR_OUTPUT = "repair.jsonl"  # python -m cobalt.eval.repair_run writes its summary beside it last
 RESAMPLES = 100_000  # sign patterns of the pooled test (preregistration.md)
 TEST_SEED = 0
-ARMS = ("trained", "control")  # the arms with a run per training seed; base is read from trained runs
 EVALUATIONS = ("heldout", "heldout_families")
 GROUPS = {  # instance set: (report.json's evaluation key, the novelty kinds kept; None: all)
     "unseen": ("heldout", (UNSEEN,)),

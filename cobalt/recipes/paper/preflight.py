@@ -211,13 +211,13 @@ def grpo_setting(overrides: dict, extra: list[str], key: str, default):
 
 def gpus_needed(overrides: dict, extra: list[str]) -> tuple[int, int]:
     """``(GPUs per node, nodes)`` GRPO trains on: the profile's, or the user's overrides."""
-    return (int(grpo_setting(overrides, extra, "trainer.n_gpus_per_node", 1)),
-            int(grpo_setting(overrides, extra, "trainer.nnodes", 1)))  # fmt: skip
+    from cobalt.train.profile import gpu_layout, override
+
+    return gpu_layout([*(override(key, value) for key, value in overrides.items()), *extra])
 
 
-def estimate(cfg, inputs, overrides: dict, single_turn: bool) -> dict:
-    """Tokens, GPU-hours and disk per stage, and the evaluator a GRPO step needs (module doc).
-    GRPO's GPU-hours take its own GPUs' wall time; inference's take every GPU of the node."""
+def problem_counts(cfg, inputs) -> tuple[int, int, int]:
+    """Training, TACO-dev and LiveCodeBench problems the chain will have, from the input files."""
     from cobalt.data.sources import file_shape
 
     taco, lcb = count_problems(inputs.taco), count_problems(inputs.lcb)
@@ -228,79 +228,94 @@ def estimate(cfg, inputs, overrides: dict, single_turn: bool) -> dict:
         dev = count_problems(inputs.taco_dev) if inputs.taco_dev else taco - train
     if cfg.max_problems:  # the chain keeps the first max_problems of each set
         train, dev, lcb = (min(n, cfg.max_problems) for n in (train, dev, lcb))
+    return train, dev, lcb
 
-    def setting(key: str, default):
-        return grpo_setting(overrides, cfg.grpo_overrides, key, default)
 
-    budget = int(cfg.sampling.get("max_tokens", 6144))
+def generation_cost(conversations: int, turns: int, budget: int) -> dict:
+    """Answers, tokens, GPU-hours and disk of self-debugging conversations at ``budget`` tokens an answer."""
+    answers = conversations * (1 + turns)
+    tokens = answers * budget
+    hours = tokens * MEAN_ANSWER_SHARE / GENERATED_TOKENS_PER_GPU_S / 3600
+    # each record keeps its whole conversation: turn t's record repeats the t answers before it
+    disk = answers * budget * BYTES_PER_TOKEN * 2 / 1e9
+    return {
+        "answers": answers,
+        "tokens_at_most": tokens,
+        "gpu_hours": round(hours, 1),
+        "disk_gb": round(disk, 1),
+    }
+
+
+def grpo_cost(setting, prompts: float, budget: int) -> dict:
+    """GRPO's steps, rollout tokens, GPU-hours and checkpoint disk over ``prompts`` bandit prompts;
+    ``setting(key, default)``: the run's GRPO settings."""
     batch, n = int(setting("data.train_batch_size", 128)), int(setting("actor_rollout_ref.rollout.n", 1))
     response = int(setting("data.max_response_length", budget))
     prompt = int(setting("data.max_prompt_length", 1024))
-    per_node, nodes = gpus_needed(overrides, cfg.grpo_overrides)
-    node_gpus = inputs.num_gpus if inputs.num_gpus is not None else _detected_gpus()
-    gpus = {"training": per_node * nodes, "inference": max(per_node * nodes, node_gpus * nodes)}
-
-    def generation(conversations: int, turns: int) -> dict:
-        answers = conversations * (1 + turns)
-        tokens = answers * budget
-        hours = tokens * MEAN_ANSWER_SHARE / GENERATED_TOKENS_PER_GPU_S / 3600
-        # each record keeps its whole conversation: turn t's record repeats the t answers before it
-        disk = answers * budget * BYTES_PER_TOKEN * 2 / 1e9
-        return {
-            "answers": answers,
-            "tokens_at_most": tokens,
-            "gpu_hours": round(hours, 1),
-            "disk_gb": round(disk, 1),
-        }
-
-    stages = {}
-    if not single_turn:
-        stages["trajectories (true and perturbed feedback)"] = generation(
-            2 * train * cfg.trajectory_samples, cfg.trajectory_turns
-        )
-    prompts = (
-        train
-        * (1 if single_turn else MAX_BANDIT_PER_PROBLEM)
-        * (1 + (0 if single_turn else cfg.perturbed_ratio))
-    )
-    epochs = int(setting("trainer.total_epochs", 1))
-    steps = max(1, epochs * math.ceil(prompts / batch))
+    steps = max(1, int(setting("trainer.total_epochs", 1)) * math.ceil(prompts / batch))
     rollout = steps * batch * n * response
     rollout_s = rollout * MEAN_ANSWER_SHARE / GENERATED_TOKENS_PER_GPU_S / 3600
-    trained = steps * batch * n * (prompt + response)
-    training_s = trained * MEAN_ANSWER_SHARE / TRAINED_TOKENS_PER_GPU_S / 3600
+    training_s = steps * batch * n * (prompt + response) * MEAN_ANSWER_SHARE / TRAINED_TOKENS_PER_GPU_S / 3600
     saves = math.ceil(steps / int(setting("trainer.save_freq", steps) or steps))
     kept = setting("trainer.max_actor_ckpt_to_keep", None)
     if kept not in (None, "null"):  # veRL keeps every checkpoint unless told
         saves = min(saves, int(kept))
-    params_b = 8  # the paper's models: 8B parameters
-    # a checkpoint: the Hugging Face bf16 model, FSDP's fp32 parameters and Adam's two fp32 moments
-    checkpoint_gb = params_b * (2 + 4 + 8)
-    stages["GRPO"] = {
+    # a checkpoint of an 8B model (the paper's): the Hugging Face bf16 model, FSDP's fp32 parameters
+    # and Adam's two fp32 moments
+    checkpoint_gb = 8 * (2 + 4 + 8)
+    return {
         "steps_at_most": steps,
         "tokens_at_most": rollout,
         "gpu_hours": round(rollout_s + training_s, 1),
         "disk_gb": saves * checkpoint_gb,
         "checkpoints": saves,
     }
+
+
+def assumptions(budget: int) -> dict:
+    return {
+        "answer tokens": f"every answer at max_tokens ({budget}) for tokens and disk; "
+        f"{MEAN_ANSWER_SHARE:g} of it for GPU-hours",
+        "generation": f"{GENERATED_TOKENS_PER_GPU_S} tokens/s per GPU (vLLM, 8B, bf16; assumed)",
+        "training": f"{TRAINED_TOKENS_PER_GPU_S} tokens/s per GPU (FSDP, 8B; assumed)",
+        "bandit prompts": f"at most {MAX_BANDIT_PER_PROBLEM} a training problem, plus the perturbed share",
+        "evaluator": f"{TESTS_PER_PROGRAM} tests a program at {TESTS_PER_S_PER_CORE:.0f} tests/s a core "
+        "(measured: 470 tests/s on 16 busy cores, real Codeforces solutions)",
+    }
+
+
+def estimate(cfg, inputs, overrides: dict, single_turn: bool) -> dict:
+    """Tokens, GPU-hours and disk per stage, and the evaluator a GRPO step needs (module doc).
+    GRPO's GPU-hours take its own GPUs' wall time; inference's take every GPU of the node."""
+    from cobalt.pipeline.stages import sampling
+    from cobalt.serve.cluster import detect_gpus
+
+    train, dev, lcb = problem_counts(cfg, inputs)
+
+    def setting(key: str, default):
+        return grpo_setting(overrides, cfg.grpo_overrides, key, default)
+
+    budget = int(sampling(cfg)["max_tokens"])
+    per_node, nodes = gpus_needed(overrides, cfg.grpo_overrides)
+    node_gpus = inputs.num_gpus if inputs.num_gpus is not None else detect_gpus()
+    gpus = {"training": per_node * nodes, "inference": max(per_node * nodes, node_gpus * nodes)}
+    stages = {}
+    if not single_turn:
+        stages["trajectories (true and perturbed feedback)"] = generation_cost(
+            2 * train * cfg.trajectory_samples, cfg.trajectory_turns, budget
+        )
+    per_problem = 1 if single_turn else MAX_BANDIT_PER_PROBLEM * (1 + cfg.perturbed_ratio)
+    stages["GRPO"] = grpo_cost(setting, train * per_problem, budget)
     for model in ("base", "trained"):
-        stages[f"evaluation ({model}: LiveCodeBench and TACO-dev)"] = generation(
-            (lcb + dev) * cfg.eval_samples, cfg.eval_turns
+        stages[f"evaluation ({model}: LiveCodeBench and TACO-dev)"] = generation_cost(
+            (lcb + dev) * cfg.eval_samples, cfg.eval_turns, budget
         )
     ran_on = ["training" if name == "GRPO" else "inference" for name in stages]
-    programs = batch * n
+    programs = int(setting("data.train_batch_size", 128)) * int(setting("actor_rollout_ref.rollout.n", 1))
     core_s = programs * TESTS_PER_PROGRAM / TESTS_PER_S_PER_CORE
     return {
         "problems": {"train": train, "dev": dev, "lcb": lcb},
-        "assumptions": {
-            "answer tokens": f"every answer at max_tokens ({budget}) for tokens and disk; "
-            f"{MEAN_ANSWER_SHARE:g} of it for GPU-hours",
-            "generation": f"{GENERATED_TOKENS_PER_GPU_S} tokens/s per GPU (vLLM, 8B, bf16; assumed)",
-            "training": f"{TRAINED_TOKENS_PER_GPU_S} tokens/s per GPU (FSDP, 8B; assumed)",
-            "bandit prompts": f"at most {MAX_BANDIT_PER_PROBLEM} a training problem, plus the perturbed share",
-            "evaluator": f"{TESTS_PER_PROGRAM} tests a program at {TESTS_PER_S_PER_CORE:.0f} tests/s a core "
-            "(measured: 470 tests/s on 16 busy cores, real Codeforces solutions)",
-        },
+        "assumptions": assumptions(budget),
         "stages": stages,
         "total": {
             "gpu_hours": round(sum(s["gpu_hours"] for s in stages.values()), 1),
@@ -317,12 +332,6 @@ def estimate(cfg, inputs, overrides: dict, single_turn: bool) -> dict:
             "cores_for_a_minute": math.ceil(core_s / 60),
         },
     }
-
-
-def _detected_gpus() -> int:
-    from cobalt.serve.cluster import gpu_count
-
-    return gpu_count()[0]
 
 
 def check_disk(root: Path, needed_gb: float) -> Check:

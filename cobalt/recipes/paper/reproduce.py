@@ -28,6 +28,7 @@ import os
 import sys
 import time
 from pathlib import Path
+from typing import ClassVar
 
 import yaml
 
@@ -45,6 +46,7 @@ from cobalt.pipeline.stages import (
     line_count,
     pick_run_dir,
     run_to_report,
+    sampling,
     self_debug_side_by_side,
     stop_engine,
 )
@@ -55,6 +57,7 @@ from cobalt.train.profile import profile_model, single_turn
 
 @dataclasses.dataclass(frozen=True)
 class PaperConfig:
+    MAX_TOKENS: ClassVar[int] = 6144  # an answer's token budget unless sampling.max_tokens says
     model: str | None = None
     sampling: dict = dataclasses.field(default_factory=dict)
     taco_dev_ratio: float = 0.1
@@ -495,8 +498,8 @@ def context_budget(cfg: PaperConfig, inputs: Inputs) -> dict:
     )
     try:
         return estimate(files, context=engine_context(cfg), model=cfg.model or profile_model(inputs.profile),
-                        answer_budget=int(cfg.sampling.get("max_tokens", 6144)),
-                        thinking=bool(cfg.sampling.get("enable_thinking")), turns=cfg.eval_turns)  # fmt: skip
+                        answer_budget=int(sampling(cfg)["max_tokens"]),
+                        thinking=bool(sampling(cfg)["enable_thinking"]), turns=cfg.eval_turns)  # fmt: skip
     except DataError as e:
         return {"error": str(e)}
 

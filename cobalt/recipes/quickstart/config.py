@@ -7,14 +7,15 @@ Its own module so that what reads a quickstart profile without running it (``cob
 from __future__ import annotations
 
 import dataclasses
-from typing import Literal
+from typing import ClassVar, Literal
 
-ARMS = ("trained", "control")
+ARMS = ("trained", "control")  # what follows the base: COBALT's GRPO, or the control's SFT
 CONTROL_KEYS = {"epochs", "lr", "batch_size"}
 
 
 @dataclasses.dataclass(frozen=True)
 class QuickstartConfig:
+    MAX_TOKENS: ClassVar[int] = 256  # an answer's token budget unless sampling.max_tokens says
     model: str = "smollm2"
     problems: str = "embedded"
     train_problems: int = 6
