@@ -236,13 +236,13 @@ def test_released_processed_files_enter_the_chain_without_reprocessing(tmp_path)
     from cobalt.recipes.paper.reproduce import Inputs, PaperConfig, problems, refuse_overlap, split_of
 
     records = problem_records()
-    write_jsonl(tmp_path / "taco_cobalt.common.jsonl", records[:12])
+    write_jsonl(tmp_path / "taco_cobalt.jsonl", records[:12])
     ptb, _ = perturb_records(enumerate(records[12:15], start=1))
     write_jsonl(tmp_path / "taco_cobalt_ptb.jsonl", ptb)
     lcb_file(tmp_path / "test6.jsonl", limit=2, start=20)
     cfg = dataclasses.replace(from_dict(PaperConfig, load_config("paper_rehearsal")), max_problems=None)
     run = Run(tmp_path / "run", cfg, "multi_turn_qwen3_8b")
-    inputs = Inputs("multi_turn_qwen3_8b", str(tmp_path / "taco_cobalt.common.jsonl"), str(tmp_path / "test6.jsonl"),
+    inputs = Inputs("multi_turn_qwen3_8b", str(tmp_path / "taco_cobalt.jsonl"), str(tmp_path / "test6.jsonl"),
                     taco_dev=str(tmp_path / "taco_cobalt_ptb.jsonl"))  # fmt: skip
     files = problems(run, inputs)
     assert "TACO-verified → problems" not in run.state and "processed TACO → train / dev" not in run.state

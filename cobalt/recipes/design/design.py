@@ -93,85 +93,125 @@ def repair_command(cfg, repair: dict, trained_dir: Path, output: Path) -> str:
     )
 
 
+@dataclasses.dataclass(frozen=True)
+class Sizes:
+    """What the plan's estimates are computed from: the run profile's settings, the design's cost
+    coefficients, and the sizes they give."""
+
+    design: dict
+    cfg: object  # the run profile's QuickstartConfig
+    runs_dir: Path
+    instances: int  # evaluated per model: held-out instances and held-out families' instances
+    control_steps: int  # the control's SFT optimizer steps
+
+    @property
+    def cost(self) -> dict:
+        return self.design["cost"]
+
+    @property
+    def evaluation_s(self) -> float:
+        return self.instances * self.cost["eval_instance_s"]
+
+    @property
+    def base_s(self) -> float:  # the base the trained seed-0 run makes for every run
+        return self.cost["warmup_s"] + self.cost["offline_s"] + self.evaluation_s
+
+    @property
+    def repair_samples(self) -> float:  # per trained seed: 3 arms, repair.samples per turn-0 failure
+        repair = self.design["repair"]
+        return self.instances * repair["failure_share"] * 3 * repair["samples"]
+
+
+def sizes(design: dict, root: str | Path) -> Sizes:
+    cfg = run_profile_config(design)
+    instances = cfg.heldout_problems + int(cfg.procedural.get("heldout_families", 0))
+    control = design["control"]
+    control_steps = math.ceil(cfg.train_problems * control["epochs"] / control["batch_size"])
+    return Sizes(design, cfg, Path(root) / design["runs_dir"], instances, control_steps)
+
+
+def makes_the_base(arm: str, seed: int) -> bool:
+    return (arm, seed) == ("trained", BASE_SEED)
+
+
+def run_command(z: Sizes, arm: str, seed: int) -> str:
+    """The quickstart command of one arm and seed; every run but the base's takes that base."""
+    shared = "" if makes_the_base(arm, seed) else f" --base_run {z.runs_dir / run_name('trained', BASE_SEED)}"
+    return (
+        f"bash scripts/quickstart.sh --profile {z.design['run_profile']} --arm {arm} --train_seed {seed}"
+        f"{shared} --run_dir {z.runs_dir / run_name(arm, seed)}"
+    )
+
+
+def run_seconds(z: Sizes, arm: str, seed: int) -> float:
+    steps_s = (
+        z.cfg.grpo_steps * z.cost["grpo_step_s"]
+        if arm == "trained"
+        else z.control_steps * z.cost["sft_step_s"]
+    )
+    return z.cost["per_run_s"] + (z.base_s if makes_the_base(arm, seed) else 0) + steps_s + z.evaluation_s
+
+
+def run_state(z: Sizes, arm: str, seed: int, seconds: float, command: str) -> dict:
+    """One run of the plan: done (its report, or the repair's summary), started or to run, and the
+    seconds it still needs."""
+    from cobalt.eval.repair_run import summary_path
+
+    name = run_name(arm, seed)
+    run_dir = z.runs_dir / name
+    repair = repair_path(z.runs_dir, seed)
+    done = summary_path(repair).exists() if arm == "repair" else rundir.is_done(run_dir)
+    remaining = 0 if done else seconds
+    if not done and makes_the_base(arm, seed) and (run_dir / rundir.BASE).exists():
+        remaining -= z.base_s
+    if not done and arm == "repair":
+        failures = z.instances * z.design["repair"]["failure_share"]
+        remaining *= max(0.0, 1 - line_count(repair) / failures)  # a line per failure done
+    return {
+        "arm": arm,
+        "run": name,
+        "run_dir": str(run_dir),
+        "state": "done" if done else "started" if run_dir.exists() else "to run",
+        "done": done,
+        "seconds": round(seconds),
+        "remaining_s": round(remaining),
+        "command": command,
+    }
+
+
+def repair_state(z: Sizes, seed: int) -> dict:
+    command = repair_command(
+        z.cfg, z.design["repair"], z.runs_dir / run_name("trained", seed), repair_path(z.runs_dir, seed)
+    )
+    return run_state(z, "repair", seed, z.repair_samples * z.cost["answer_s"], command)
+
+
 def plan(design: dict, root: str | Path = ".") -> dict:
     """Every run of the design with its state and command, and its estimated
     seconds; the seconds of each arm and of the whole design."""
-    from cobalt.eval.repair_run import summary_path
-
-    cfg, cost, root = run_profile_config(design), design["cost"], Path(root)
-    instances = cfg.heldout_problems + int(cfg.procedural.get("heldout_families", 0))
-    evaluation = instances * cost["eval_instance_s"]
-    control = design["control"]
-    control_steps = math.ceil(cfg.train_problems * control["epochs"] / control["batch_size"])
-    repair = design["repair"]
-    failures = instances * repair["failure_share"]
-    runs_dir = root / design["runs_dir"]
-
-    def run(arm: str, seed: int, seconds: float, command: str) -> dict:
-        name = run_name(arm, seed)
-        done = (
-            summary_path(repair_path(runs_dir, seed)).exists()
-            if arm == "repair"
-            else rundir.is_done(runs_dir / name)
-        )
-        remaining = 0 if done else seconds
-        if not done and (arm, seed) == ("trained", BASE_SEED) and (runs_dir / name / rundir.BASE).exists():
-            remaining -= base_seconds
-        if not done and arm == "repair":
-            written = line_count(repair_path(runs_dir, seed))  # a line per failure done
-            remaining *= max(0.0, 1 - written / failures)
-        return {
-            "arm": arm,
-            "run": name,
-            "run_dir": str(runs_dir / name),
-            "state": "done" if done else "started" if (runs_dir / name).exists() else "to run",
-            "done": done,
-            "seconds": round(seconds),
-            "remaining_s": round(remaining),
-            "command": command,
-        }
-
-    quickstart = f"bash scripts/quickstart.sh --profile {design['run_profile']}"
-    base_dir = runs_dir / run_name("trained", BASE_SEED)
-
-    def command(arm: str, seed: int) -> str:
-        shared = "" if (arm, seed) == ("trained", BASE_SEED) else f" --base_run {base_dir}"
-        return (
-            f"{quickstart} --arm {arm} --train_seed {seed}{shared} --run_dir {runs_dir / run_name(arm, seed)}"
-        )
-
-    base_seconds = cost["warmup_s"] + cost["offline_s"] + evaluation
-
-    def seconds(arm: str, seed: int) -> float:
-        own = cfg.grpo_steps * cost["grpo_step_s"] if arm == "trained" else control_steps * cost["sft_step_s"]
-        base = base_seconds if (arm, seed) == ("trained", BASE_SEED) else 0
-        return cost["per_run_s"] + base + own + evaluation
-
-    def repair_seconds_and_command(seed: int) -> tuple[float, str]:
-        trained_dir = runs_dir / run_name("trained", seed)
-        return failures * 3 * repair["samples"] * cost["answer_s"], repair_command(
-            cfg, repair, trained_dir, repair_path(runs_dir, seed)
-        )
-
+    z = sizes(design, root)
     runs = [
-        *[run(arm, s, seconds(arm, s), command(arm, s)) for arm in ARMS for s in design["seeds"]],
-        *[run("repair", s, *repair_seconds_and_command(s)) for s in repair["seeds"]],
+        *[
+            run_state(z, arm, s, run_seconds(z, arm, s), run_command(z, arm, s))
+            for arm in ARMS
+            for s in design["seeds"]
+        ],
+        *[repair_state(z, s) for s in design["repair"]["seeds"]],
     ]
     arms: dict[str, int] = {}
     for r in runs:
         arms[r["arm"]] = arms.get(r["arm"], 0) + r["seconds"]
-    total = cost["setup_s"] + sum(arms.values())
     return {
         "profile": design["profile"],
         "seeds": list(design["seeds"]),
-        "evaluated_instances": instances,
-        "control_optimizer_steps": control_steps,
-        "grpo_optimizer_steps": cfg.grpo_steps,
-        "repair_samples": round(failures * 3 * repair["samples"]),
+        "evaluated_instances": z.instances,
+        "control_optimizer_steps": z.control_steps,
+        "grpo_optimizer_steps": z.cfg.grpo_steps,
+        "repair_samples": round(z.repair_samples),
         "runs": runs,
         "arms_s": arms,
-        "setup_s": cost["setup_s"],
-        "total_s": round(total),
+        "setup_s": z.cost["setup_s"],
+        "total_s": round(z.cost["setup_s"] + sum(arms.values())),
         "remaining_s": sum(r["remaining_s"] for r in runs),
     }
 

@@ -546,10 +546,7 @@ def print_preflight(found: list) -> bool:
     return not failed
 
 
-def main(argv=None) -> int:
-    from cobalt.train.profile import split_overrides
-
-    argv, grpo_overrides = split_overrides(sys.argv[1:] if argv is None else argv)
+def parser() -> argparse.ArgumentParser:
     usage = "%(prog)s --profile P --taco T --lcb L [options] [-- hydra overrides for GRPO ...]"
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter,
                                 epilog=__doc__.split("\n\n", 1)[1], usage=usage)  # fmt: skip
@@ -613,52 +610,70 @@ def main(argv=None) -> int:
     )
     p.add_argument("--preflight", action="store_true", help="run the preflight's checks only and exit 1 if "
                    "any fails, 0 otherwise: a gate for a job script (with --dry-run: the settings too)")  # fmt: skip
+    return p
+
+
+def main(argv=None) -> int:
+    from cobalt.train.profile import split_overrides
+
+    argv, grpo_overrides = split_overrides(sys.argv[1:] if argv is None else argv)
+    p = parser()
     args = p.parse_args(argv)
-    config = args.config or ("paper_rehearsal" if args.rehearse else "paper")
     try:
-        cfg = from_dict(PaperConfig, load_config(config), source=str(config_path(config)))
+        cfg = chain_config(args, grpo_overrides)
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    except ValueError as e:
+        p.error(str(e))
+    inputs = inputs_of(args)
+    if args.dry_run or args.preflight:
+        return dry_run(cfg, inputs, args)
+    if args.trajectories_perturbed and not args.trajectories:
+        p.error("--trajectories_perturbed goes with --trajectories")
+    return run_paper_chain(cfg, inputs, args)
+
+
+def chain_config(args, grpo_overrides: list[str]) -> PaperConfig:
+    """The chain's settings: its config, the command line's values, the GRPO overrides after ``--``
+    (ValueError naming a malformed one)."""
+    from cobalt.train.profile import override_error
+
+    config = args.config or ("paper_rehearsal" if args.rehearse else "paper")
+    cfg = from_dict(PaperConfig, load_config(config), source=str(config_path(config)))
     given = {"evaluator_config": args.evaluator_config, "model": args.model, "max_problems": args.max_problems,
              "max_model_len": args.max_model_len}  # fmt: skip
     cfg = dataclasses.replace(cfg, **{key: value for key, value in given.items() if value})
-    if grpo_overrides:
-        from cobalt.train.profile import override_error
+    for item in grpo_overrides:
+        if override_error(item):
+            raise ValueError(f"after --: {override_error(item)}")
+    return dataclasses.replace(cfg, grpo_overrides=[*cfg.grpo_overrides, *grpo_overrides])
 
-        for item in grpo_overrides:
-            if override_error(item):
-                p.error(f"after --: {override_error(item)}")
-        cfg = dataclasses.replace(cfg, grpo_overrides=[*cfg.grpo_overrides, *grpo_overrides])
-    inputs = Inputs(
-        args.profile,
-        args.taco,
-        args.lcb,
-        args.trajectories,
-        args.address,
-        args.num_gpus,
-        args.taco_dev,
-        args.allow_overlap,
-        args.trajectories_perturbed,
-    )
-    if args.dry_run or args.preflight:
-        plan = dry_run_plan(cfg, inputs) if args.dry_run else {}
-        if plan:
-            print(json.dumps(plan, indent=1))
-            if not cfg.rehearse and not args.address and plan["gpus"]["detected_here"] == 0:
-                print(
-                    f"no GPU here: this run needs {plan['gpus']['total']} (--rehearse runs the chain on CPU)"
-                )
-        budget = plan["context_budget"] if plan else context_budget(cfg, inputs)
-        passed = print_preflight(preflight_checks(cfg, inputs, args.run_dir, budget, plan.get("estimate")))
-        return 1 if args.preflight and not passed else 0
-    if args.trajectories_perturbed and not args.trajectories:
-        p.error("--trajectories_perturbed goes with --trajectories")
+
+def inputs_of(args) -> Inputs:
+    return Inputs(**{field.name: getattr(args, field.name) for field in dataclasses.fields(Inputs)})
+
+
+def dry_run(cfg: PaperConfig, inputs: Inputs, args) -> int:
+    """``--dry-run`` (the plan, then the preflight's checks; exit 0) and ``--preflight`` (the checks:
+    exit 1 if one fails)."""
+    plan = dry_run_plan(cfg, inputs) if args.dry_run else {}
+    if plan:
+        print(json.dumps(plan, indent=1))
+        if not cfg.rehearse and not args.address and plan["gpus"]["detected_here"] == 0:
+            print(f"no GPU here: this run needs {plan['gpus']['total']} (--rehearse runs the chain on CPU)")
+    budget = plan["context_budget"] if plan else context_budget(cfg, inputs)
+    passed = print_preflight(preflight_checks(cfg, inputs, args.run_dir, budget, plan.get("estimate")))
+    return 1 if args.preflight and not passed else 0
+
+
+def run_paper_chain(cfg: PaperConfig, inputs: Inputs, args) -> int:
+    """The chain in a run directory, after the checks that take seconds and would otherwise stop
+    the run hours in."""
     missing = missing_gpus(cfg, inputs)
     if missing:
         print(f"error: {missing}", file=sys.stderr)
         return 2
-    # in seconds, before the first stage: what would stop the run hours in
     if not cfg.rehearse and not print_preflight(
         preflight_checks(cfg, inputs, args.run_dir, context_budget(cfg, inputs))
     ):
