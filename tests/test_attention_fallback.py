@@ -40,8 +40,21 @@ def env_with(flash_attn_dir: Path | None) -> dict:
 
 
 def launch_dry_run(env: dict, *extra: str) -> dict:
-    proc = subprocess.run([sys.executable, "-m", "cobalt.train.launch", "--profile", "multi_turn_qwen3_8b",
-                           "--dry-run", *extra], env=env, capture_output=True, text=True, timeout=300)  # fmt: skip
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "cobalt.train.launch",
+            "--profile",
+            "multi_turn_qwen3_8b",
+            "--dry-run",
+            *extra,
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     return json.loads(proc.stdout)
 
@@ -70,8 +83,17 @@ def test_without_flash_attn_the_paper_profile_trains_with_sdpa_and_the_dry_run_s
 
 
 def test_the_paper_chains_dry_run_says_which_attention_it_will_use(tmp_path, fake_flash_attn):
-    cmd = ["bash", str(ROOT / "scripts/reproduce_paper.sh"), "--profile", "multi_turn_qwen3_8b",
-           "--taco", "t.jsonl", "--lcb", "l.jsonl", "--dry-run"]  # fmt: skip
+    cmd = [
+        "bash",
+        str(ROOT / "scripts/reproduce_paper.sh"),
+        "--profile",
+        "multi_turn_qwen3_8b",
+        "--taco",
+        "t.jsonl",
+        "--lcb",
+        "l.jsonl",
+        "--dry-run",
+    ]
     for name in ("t.jsonl", "l.jsonl"):  # the estimate counts their rows: they must exist
         (tmp_path / name).write_text("{}\n")
 

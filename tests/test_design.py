@@ -179,8 +179,12 @@ def test_the_smoke_design_is_the_designs_chain_at_a_small_size(tmp_path):
     """configs/design_smoke.yaml: the same arms, shared base and repair on generalize_smoke."""
     p = plan(load_design("design_smoke"), tmp_path)
     assert [r["run"] for r in p["runs"]] == [
-        "trained-seed0", "trained-seed1", "control-seed0", "control-seed1", "repair-seed0",
-    ]  # fmt: skip
+        "trained-seed0",
+        "trained-seed1",
+        "control-seed0",
+        "control-seed1",
+        "repair-seed0",
+    ]
     assert p["evaluated_instances"] == 24 + 12 and p["control_optimizer_steps"] == 3
     assert all("--base_run" in r["command"] for r in p["runs"][1:4])
 

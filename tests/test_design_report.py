@@ -121,8 +121,12 @@ def test_the_pooled_test_pairs_seed_s_of_trained_with_seed_s_of_control(tmp_path
         write_run(tmp_path, "trained", s, {**scores(), "unseen": (solved(ids, 5), solved(ids, t))})
         write_run(tmp_path, "control", s, {**scores(), "unseen": (solved(ids, 5), solved(ids, c))})
     primary = design_report(DESIGN, tmp_path)["primary"]
-    want = pooled_paired_test([solved(ids, t) for t, _ in models.values()],
-                              [solved(ids, c) for _, c in models.values()], resamples=100_000, seed=0)  # fmt: skip
+    want = pooled_paired_test(
+        [solved(ids, t) for t, _ in models.values()],
+        [solved(ids, c) for _, c in models.values()],
+        resamples=100_000,
+        seed=0,
+    )
     assert primary["pooled"]["p_value"] == pytest.approx(want.p_value)
     assert [d["mean"] for d in primary["per_seed"]] == pytest.approx([60.0, 0.0, -20.0])
     assert primary["spread"]["mean"] == pytest.approx(40 / 3)
@@ -163,8 +167,13 @@ def test_turn_0_and_last_turn_means_per_arm_and_family(tmp_path):
     unseen = report["pass_at_1"]["unseen"]
     per_seed = {"base": [25.0] * 3, "trained": [75.0] * 3, "control": [15.0] * 3}
     assert unseen["last"] == {
-        "instances": N, "left_out": 0, "base": 25.0, "trained": 75.0, "control": 15.0, "per_seed": per_seed
-    }  # fmt: skip
+        "instances": N,
+        "left_out": 0,
+        "base": 25.0,
+        "trained": 75.0,
+        "control": 15.0,
+        "per_seed": per_seed,
+    }
     assert unseen["turn0"]["trained"] == 0.0
     families = {f["family"]: f for f in report["turn0_per_family"]}
     assert set(families) == {"add_two", "subtract", "max_three"} and families["add_two"]["instances"] == N
@@ -238,14 +247,26 @@ def write_repair(root, seed, records, complete=True):
 
 
 def repair_record(pid, feedback, placebo, fresh):
-    return {"id": pid, "arms": {"feedback": {"solved": [feedback]}, "placebo": {"solved": [placebo]},
-                                "fresh": {"solved": [fresh]}}}  # fmt: skip
+    return {
+        "id": pid,
+        "arms": {
+            "feedback": {"solved": [feedback]},
+            "placebo": {"solved": [placebo]},
+            "fresh": {"solved": [fresh]},
+        },
+    }
 
 
 def test_the_repair_table_pools_the_complete_repair_files(tmp_path):
     write_design(tmp_path)
-    first = write_repair(tmp_path, 0, [repair_record("a", [1, 1, 0, 0], [0, 0, 0, 0], [0, 0, 0, 1]),
-                                       repair_record("b", [1, 0, 0, 0], [1, 0, 0, 0], [0, 0, 0, 0])])  # fmt: skip
+    first = write_repair(
+        tmp_path,
+        0,
+        [
+            repair_record("a", [1, 1, 0, 0], [0, 0, 0, 0], [0, 0, 0, 1]),
+            repair_record("b", [1, 0, 0, 0], [1, 0, 0, 0], [0, 0, 0, 0]),
+        ],
+    )
     second = write_repair(tmp_path, 1, [repair_record("a", [1, 1, 1, 1], [1, 0, 0, 0], [0, 0, 0, 0])])
     write_repair(tmp_path, 2, [repair_record("c", [1, 1, 1, 1], [0] * 4, [0] * 4)], complete=False)
     repair = design_report(DESIGN, tmp_path)["repair"]

@@ -16,10 +16,21 @@ def evaluated(path, grids):
     return path
 
 
-PAPER_SETTING = {"split": "released", "model": "Qwen/Qwen3-8B", "paper_model": "Qwen/Qwen3-8B", "rehearsal": False,
-                 "eval_samples": 16, "eval_turns": 8, "trajectory_samples": 16, "trajectory_turns": 2,
-                 "context": None, "max_problems": None, "perturbed_mix": True, "perturbed_ratio": 0.25,
-                 "overlaps": 0}  # fmt: skip
+PAPER_SETTING = {
+    "split": "released",
+    "model": "Qwen/Qwen3-8B",
+    "paper_model": "Qwen/Qwen3-8B",
+    "rehearsal": False,
+    "eval_samples": 16,
+    "eval_turns": 8,
+    "trajectory_samples": 16,
+    "trajectory_turns": 2,
+    "context": None,
+    "max_problems": None,
+    "perturbed_mix": True,
+    "perturbed_ratio": 0.25,
+    "overlaps": 0,
+}
 
 
 def setting(run, **changes):
@@ -39,8 +50,11 @@ def report_of(tmp_path, **changes):
             tmp_path / f"trained{suffix}.jsonl", [[[0.0, 1.0], [1.0, 1.0]]] * 4
         )
     paper = {"lcb_base": 30.0, "lcb_cobalt": 40.0, "taco_dev": 50.0}
-    run = SimpleNamespace(root=tmp_path / "run", cfg=SimpleNamespace(paper={"p": paper}, rehearse=False),
-                          state={"GRPO": {"seconds": 1.0}})  # fmt: skip
+    run = SimpleNamespace(
+        root=tmp_path / "run",
+        cfg=SimpleNamespace(paper={"p": paper}, rehearse=False),
+        state={"GRPO": {"seconds": 1.0}},
+    )
     setting(run, **changes)
     bases = {k: v for k, v in files.items() if "base" in k}
     trained = {k: v for k, v in files.items() if "trained" in k}
@@ -84,10 +98,14 @@ def test_each_problem_set_has_pass_at_1_beside_the_paper_and_its_repair_rates(tm
 
 
 def test_a_run_that_trained_on_evaluation_problems_says_so_in_the_reports_first_lines(tmp_path):
-    files = {f"eval_{m}{s}": evaluated(tmp_path / f"{m}{s}.jsonl", [[[0.0, 1.0]]]) for m in ("base", "trained")
-             for s in ("", "_dev")}  # fmt: skip
-    run = SimpleNamespace(root=tmp_path / "run", cfg=SimpleNamespace(paper={}, rehearse=False),
-                          state={"GRPO": {"seconds": 1.0}})  # fmt: skip
+    files = {
+        f"eval_{m}{s}": evaluated(tmp_path / f"{m}{s}.jsonl", [[[0.0, 1.0]]])
+        for m in ("base", "trained")
+        for s in ("", "_dev")
+    }
+    run = SimpleNamespace(
+        root=tmp_path / "run", cfg=SimpleNamespace(paper={}, rehearse=False), state={"GRPO": {"seconds": 1.0}}
+    )
     (run.root / "data").mkdir(parents=True)
     overlap = {"eval_set": "LiveCodeBench", "train_id": "t7", "eval_id": "lcb-3", "how": "statement"}
     (run.root / "data/overlap.json").write_text(json.dumps({"allowed": True, "overlaps": [overlap]}))

@@ -96,8 +96,17 @@ def reproduce(cwd: Path, *args: str, env: dict | None = None) -> subprocess.Comp
     base = {
         k: v for k, v in os.environ.items() if not k.startswith(("RAY_", "CUDA_VISIBLE", "COBALT_PROFILE"))
     }
-    cmd = ["bash", str(ROOT / "scripts/reproduce_paper.sh"), "--profile", "multi_turn_qwen3_8b",
-           "--taco", "taco.jsonl", "--lcb", "lcb.jsonl", *args]  # fmt: skip
+    cmd = [
+        "bash",
+        str(ROOT / "scripts/reproduce_paper.sh"),
+        "--profile",
+        "multi_turn_qwen3_8b",
+        "--taco",
+        "taco.jsonl",
+        "--lcb",
+        "lcb.jsonl",
+        *args,
+    ]
     return subprocess.run(
         cmd, cwd=cwd, env={**base, **(env or {})}, capture_output=True, text=True, timeout=300
     )
@@ -236,8 +245,17 @@ def test_a_missing_input_file_stops_the_dry_run_naming_it(tmp_path, capsys):
     lcb = tmp_path / "test6.jsonl"
     lcb.write_text("{}\n")
     with pytest.raises(SystemExit) as stop:
-        main(["--profile", "multi_turn_qwen3_8b", "--taco", str(tmp_path / "nowhere.parquet"), "--lcb", str(lcb),
-              "--dry-run"])  # fmt: skip
+        main(
+            [
+                "--profile",
+                "multi_turn_qwen3_8b",
+                "--taco",
+                str(tmp_path / "nowhere.parquet"),
+                "--lcb",
+                str(lcb),
+                "--dry-run",
+            ]
+        )
     assert stop.value.code != 0
     assert f"{tmp_path / 'nowhere.parquet'}: no such file" in capsys.readouterr().err
 

@@ -123,11 +123,17 @@ def test_the_arm_decides_what_follows_the_base_and_what_is_evaluated_beside_it(t
 
     base = ("base model", root / "models/warm", {"eval_base": heldout, "eval_base_families": families})
     if arm == "trained":
-        assert calls == [base, "grpo", ("trained model", root / "grpo",
-                                        {"eval_trained": heldout, "eval_trained_families": families})]  # fmt: skip
+        assert calls == [
+            base,
+            "grpo",
+            ("trained model", root / "grpo", {"eval_trained": heldout, "eval_trained_families": families}),
+        ]
     else:
-        assert calls == [base, ("control", root / "models/warm", root / "data/train.jsonl"),
-                         ("control model", root / "ctl", {"eval_control": heldout, "eval_control_families": families})]  # fmt: skip
+        assert calls == [
+            base,
+            ("control", root / "models/warm", root / "data/train.jsonl"),
+            ("control model", root / "ctl", {"eval_control": heldout, "eval_control_families": families}),
+        ]
     assert record.files["trained_eval"] == root / f"eval_{arm}.jsonl"
     assert record.files["trained_families_eval"] == root / f"eval_{arm}_families.jsonl"
     assert record.config["arm"] == arm and record.config["train_seed"] == 1
@@ -143,15 +149,6 @@ def test_the_arm_decides_what_follows_the_base_and_what_is_evaluated_beside_it(t
     with pytest.raises(ValueError, match=r"train_seed 1, not arm .* with train_seed 2"):
         run_pipeline(Run(root, generalize(arm=arm, train_seed=2), "generalize"))
     assert calls == []
-
-    # a run started before arm.json was trained with the train profile's seeds
-    legacy = tmp_path / "legacy"
-    legacy.mkdir()
-    (legacy / "stages.json").write_text("{}")
-    with pytest.raises(ValueError, match=r"arm 'trained' with train_seed None, not arm .* with train_seed 1"):
-        quickstart.check_arm(Run(legacy, generalize(arm=arm, train_seed=1), "generalize"))
-    quickstart.check_arm(Run(legacy, generalize(), "generalize"))  # resumed as it was: fine
-    assert json.loads((legacy / "arm.json").read_text()) == {"arm": "trained", "train_seed": None}
 
 
 def test_the_command_line_takes_the_seed_and_the_arm_and_the_dry_run_shows_where_they_go(capsys):
@@ -198,8 +195,11 @@ def test_bad_seed_arm_or_control_settings_name_the_file_and_field(tmp_path, sett
     from cobalt.recipes.quickstart.run import main
 
     path = tmp_path / "profile.yaml"
-    path.write_text(yaml.safe_dump({"extends": str(Path(__file__).resolve().parents[1] / "configs/generalize.yaml"),
-                                    **settings}))  # fmt: skip
+    path.write_text(
+        yaml.safe_dump(
+            {"extends": str(Path(__file__).resolve().parents[1] / "configs/generalize.yaml"), **settings}
+        )
+    )
     with pytest.raises(ConfigError, match=f"^{re.escape(str(path))}: {message}"):
         main(["--profile", str(path), "--dry-run"])
 
@@ -225,8 +225,21 @@ def test_the_sft_command_line_takes_a_seed_that_orders_its_batches(tmp_path, tin
 
     def sft(seed: int | None, out: str) -> dict:
         seed_flag = [] if seed is None else ["--seed", str(seed)]
-        main(["--model", str(model_dir), "--problems", str(problems), "--out", str(tmp_path / out),
-              "--epochs", "0.5", "--batch_size", "1", *seed_flag])  # fmt: skip
+        main(
+            [
+                "--model",
+                str(model_dir),
+                "--problems",
+                str(problems),
+                "--out",
+                str(tmp_path / out),
+                "--epochs",
+                "0.5",
+                "--batch_size",
+                "1",
+                *seed_flag,
+            ]
+        )
         return json.loads((tmp_path / out / "warm_up.json").read_text())
 
     default, again, other = sft(None, "a"), sft(0, "b"), sft(5, "c")

@@ -20,8 +20,14 @@ CFG = QuickstartConfig(
 
 def make_base_run(root):
     """A run directory as the quickstart leaves it once its base evaluations are written."""
-    for name in ("models/warm/model.safetensors", "models/warm/warm_up.json", "data/procedural/train.jsonl",
-                 "trajectories_offline/eval.jsonl", "eval_base/eval.jsonl", "eval_base_families/eval.jsonl"):  # fmt: skip
+    for name in (
+        "models/warm/model.safetensors",
+        "models/warm/warm_up.json",
+        "data/procedural/train.jsonl",
+        "trajectories_offline/eval.jsonl",
+        "eval_base/eval.jsonl",
+        "eval_base_families/eval.jsonl",
+    ):
         (root / name).parent.mkdir(parents=True, exist_ok=True)
         (root / name).write_text(name)
     record_base(root, CFG, CHAINS)
@@ -50,9 +56,13 @@ def test_a_run_takes_another_runs_base_file_for_file_and_nothing_after_it(tmp_pa
 
 @pytest.mark.parametrize(
     "change, key",
-    [({"heldout_problems": 3}, "heldout_problems"), ({"warmup": {"seed": 1}}, "warmup"),
-     ({"eval_turns": 2}, "eval_turns"), ({"sampling": {"temperature": 0.2}}, "sampling")],
-)  # fmt: skip
+    [
+        ({"heldout_problems": 3}, "heldout_problems"),
+        ({"warmup": {"seed": 1}}, "warmup"),
+        ({"eval_turns": 2}, "eval_turns"),
+        ({"sampling": {"temperature": 0.2}}, "sampling"),
+    ],
+)
 def test_a_base_made_with_other_settings_is_refused_and_the_setting_named(tmp_path, change, key):
     base = make_base_run(tmp_path / "base")
     with pytest.raises(ValueError, match=f"other settings .*{key}: theirs"):

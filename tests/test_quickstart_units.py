@@ -300,8 +300,23 @@ def test_the_warm_up_takes_the_procedural_families_solutions_beside_their_proble
     from cobalt.recipes.quickstart.run import warm_up
 
     out = tmp_path / "families"
-    subprocess.run([sys.executable, "-m", "cobalt.data.procedural", "--out", str(out), "--train", "6",
-                    "--dev", "2", "--heldout", "2"], check=True, capture_output=True)  # fmt: skip
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "cobalt.data.procedural",
+            "--out",
+            str(out),
+            "--train",
+            "6",
+            "--dev",
+            "2",
+            "--heldout",
+            "2",
+        ],
+        check=True,
+        capture_output=True,
+    )
     run, commands = quickstart_run(tmp_path / "run", out / "train.jsonl")
     warm_up(run, tmp_path / "base", tmp_path / "train.jsonl")
     assert commands["warmup"][commands["warmup"].index("--solutions") + 1] == str(out / "solutions.jsonl")
@@ -387,8 +402,13 @@ def test_settings_that_would_fail_a_later_stage_fail_before_any_stage(tmp_path):
     with pytest.raises(
         SystemExit, match=r"preregistration\.primary: 'training_problems'; this run evaluates"
     ):
-        main(["--profile", str(write_profile(tmp_path, {"preregistration": {"primary": "training_problems"}})),
-              "--dry-run"])  # fmt: skip
+        main(
+            [
+                "--profile",
+                str(write_profile(tmp_path, {"preregistration": {"primary": "training_problems"}})),
+                "--dry-run",
+            ]
+        )
     with pytest.raises(SystemExit, match="offline_trajectories needs problems: procedural, not 'embedded'"):
         main(["--profile", str(write_profile(tmp_path, {"problems": "embedded"})), "--dry-run"])
     with pytest.raises(SystemExit, match="train_samples is 0 and there are no offline_trajectories"):

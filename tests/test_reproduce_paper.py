@@ -69,9 +69,11 @@ def classify(command: str) -> str | None:
         return "setup dry run"
     paper = "bash scripts/reproduce_paper.sh"
     files = "--taco taco_verified.json --lcb test6.jsonl"
-    for kind, pattern in (("dry run", f"{paper} --profile (\\S+) {files} --dry-run"),
-                          ("gpu run", f"{paper} --profile (\\S+) {files}"),
-                          ("rehearsal", f"{paper} --rehearse --profile (\\S+) {files}")):  # fmt: skip
+    for kind, pattern in (
+        ("dry run", f"{paper} --profile (\\S+) {files} --dry-run"),
+        ("gpu run", f"{paper} --profile (\\S+) {files}"),
+        ("rehearsal", f"{paper} --rehearse --profile (\\S+) {files}"),
+    ):
         match = re.fullmatch(pattern, command)
         if match and match.group(1) in PROFILES:
             return kind
@@ -171,9 +173,15 @@ def test_the_rehearsal_runs_the_whole_chain_on_real_problems_to_a_report_beside_
     report = json.loads((run_dir / "report/report.json").read_text())
     cfg = yaml.safe_load((ROOT / "configs/paper_rehearsal.yaml").read_text())
     stages = report["stages"]
-    for stage in ("TACO-verified → problems", "LiveCodeBench → problems", "perturbed public tests (train)",
-                  "bandit prompts (trajectories)", "bandit prompts (trajectories_perturbed)",
-                  "perturbed rows mixed in", "GRPO"):  # fmt: skip
+    for stage in (
+        "TACO-verified → problems",
+        "LiveCodeBench → problems",
+        "perturbed public tests (train)",
+        "bandit prompts (trajectories)",
+        "bandit prompts (trajectories_perturbed)",
+        "perturbed rows mixed in",
+        "GRPO",
+    ):
         assert stage in stages, sorted(stages)
     commands = report["commands"]
     assert "--rehearse" in commands["grpo"] and "--rehearse_prompts" in commands["grpo"]
@@ -242,8 +250,12 @@ def test_released_processed_files_enter_the_chain_without_reprocessing(tmp_path)
     lcb_file(tmp_path / "test6.jsonl", limit=2, start=20)
     cfg = dataclasses.replace(from_dict(PaperConfig, load_config("paper_rehearsal")), max_problems=None)
     run = Run(tmp_path / "run", cfg, "multi_turn_qwen3_8b")
-    inputs = Inputs("multi_turn_qwen3_8b", str(tmp_path / "taco_cobalt.jsonl"), str(tmp_path / "test6.jsonl"),
-                    taco_dev=str(tmp_path / "taco_cobalt_ptb.jsonl"))  # fmt: skip
+    inputs = Inputs(
+        "multi_turn_qwen3_8b",
+        str(tmp_path / "taco_cobalt.jsonl"),
+        str(tmp_path / "test6.jsonl"),
+        taco_dev=str(tmp_path / "taco_cobalt_ptb.jsonl"),
+    )
     files = problems(run, inputs)
     assert "TACO-verified → problems" not in run.state and "processed TACO → train / dev" not in run.state
     # the released train file as given: every problem, in its order, none moved to dev
@@ -262,8 +274,13 @@ def assert_checked_problems_are_the_chains(cfg, inputs, files: dict) -> None:
     problems the stages then train on and evaluate, in their order."""
     from cobalt.data.overlap import chain_problems
 
-    train, evaluations = chain_problems(inputs.taco, inputs.lcb, taco_dev=inputs.taco_dev,
-                                        dev_ratio=cfg.taco_dev_ratio, max_problems=cfg.max_problems)  # fmt: skip
+    train, evaluations = chain_problems(
+        inputs.taco,
+        inputs.lcb,
+        taco_dev=inputs.taco_dev,
+        dev_ratio=cfg.taco_dev_ratio,
+        max_problems=cfg.max_problems,
+    )
     checked = {"train": train, "dev": evaluations["TACO-dev"], "lcb": evaluations["LiveCodeBench"]}
     for name, problems in checked.items():
         assert [p.id for p in problems] == [str(r["id"]) for r in load_jsonl(files[name])], name
@@ -320,9 +337,19 @@ def test_a_training_problem_that_is_also_evaluated_stops_the_run_before_its_firs
     write_jsonl(tmp_path / "ptb.jsonl", dev)
     reached = []
     monkeypatch.setattr(reproduce, "base_model", lambda run, inputs: reached.append(1) or 1 / 0)
-    argv = ["--rehearse", "--profile", "multi_turn_qwen3_8b", "--taco", str(tmp_path / "train.jsonl"),
-            "--taco_dev", str(tmp_path / "ptb.jsonl"), "--lcb", str(tmp_path / "test6.jsonl"),
-            "--run_dir", str(tmp_path / "run")]  # fmt: skip
+    argv = [
+        "--rehearse",
+        "--profile",
+        "multi_turn_qwen3_8b",
+        "--taco",
+        str(tmp_path / "train.jsonl"),
+        "--taco_dev",
+        str(tmp_path / "ptb.jsonl"),
+        "--lcb",
+        str(tmp_path / "test6.jsonl"),
+        "--run_dir",
+        str(tmp_path / "run"),
+    ]
     assert reproduce.main(argv) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error: ") and expected in err[0], err
@@ -349,8 +376,17 @@ def test_livecodebench_statements_as_shipped_in_raw_taco_stop_the_rehearsal_befo
     planted = plant_lcb_copies(tmp_path)
     run_dir = tmp_path / "run"
     monkeypatch.setattr(reproduce, "base_model", lambda run, inputs: 1 / 0)  # past the stages
-    argv = ["--rehearse", "--profile", "multi_turn_qwen3_8b", "--taco", str(tmp_path / "taco.jsonl"),
-            "--lcb", str(tmp_path / "test6.jsonl"), "--run_dir", str(run_dir)]  # fmt: skip
+    argv = [
+        "--rehearse",
+        "--profile",
+        "multi_turn_qwen3_8b",
+        "--taco",
+        str(tmp_path / "taco.jsonl"),
+        "--lcb",
+        str(tmp_path / "test6.jsonl"),
+        "--run_dir",
+        str(run_dir),
+    ]
     assert reproduce.main(argv) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error: 3 training problem(s) of "), err
@@ -390,8 +426,17 @@ def test_a_problem_set_the_filters_emptied_stops_the_run_after_the_problems(
     lcb_file(tmp_path / "test6.jsonl", limit=2, start=20)
     reached = []
     monkeypatch.setattr(reproduce, "base_model", lambda run, inputs: reached.append(1) or 1 / 0)
-    argv = ["--rehearse", "--profile", "multi_turn_qwen3_8b", "--taco", str(tmp_path / "taco.jsonl"),
-            "--lcb", str(tmp_path / "test6.jsonl"), "--run_dir", str(tmp_path / "run")]  # fmt: skip
+    argv = [
+        "--rehearse",
+        "--profile",
+        "multi_turn_qwen3_8b",
+        "--taco",
+        str(tmp_path / "taco.jsonl"),
+        "--lcb",
+        str(tmp_path / "test6.jsonl"),
+        "--run_dir",
+        str(tmp_path / "run"),
+    ]
     assert reproduce.main(argv) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and expected in err[0], err
@@ -414,8 +459,14 @@ def test_validation_prompts_come_from_problems_never_trained_on(tmp_path, tiny_t
     cfg = from_dict(PaperConfig, load_config("paper_rehearsal"))
     run = Run(tmp_path / "run", cfg, "multi_turn_qwen3_8b")
     inputs = Inputs("multi_turn_qwen3_8b", "unused", "unused")
-    train_file = training_data(run, inputs, {}, {"trajectories": tmp_path / "train_eval.jsonl"},
-                               str(tiny_tokenizer_dir), tmp_path / "dev_eval.jsonl")  # fmt: skip
+    train_file = training_data(
+        run,
+        inputs,
+        {},
+        {"trajectories": tmp_path / "train_eval.jsonl"},
+        str(tiny_tokenizer_dir),
+        tmp_path / "dev_eval.jsonl",
+    )
     trained = {r["example_id"] for r in load_jsonl(run.root / "data/bandit_trajectories.jsonl")}
     validation = [r["example_id"] for r in load_jsonl(run.root / "data/bandit_validation.jsonl")]
     assert trained == {"t0", "t1", "t2", "t3"} and train_file.exists()
@@ -443,8 +494,13 @@ def test_given_trajectories_keep_the_perturbed_mix_and_without_it_the_setting_sa
     cfg = from_dict(PaperConfig, load_config("paper_rehearsal"))
     for perturbed in (True, False):
         run = Run(tmp_path / f"run_{perturbed}", cfg, "multi_turn_qwen3_8b")
-        inputs = Inputs("multi_turn_qwen3_8b", "unused", "unused", trajectories=str(tmp_path / "given.jsonl"),
-                        trajectories_perturbed=str(tmp_path / "given_ptb.jsonl") if perturbed else None)  # fmt: skip
+        inputs = Inputs(
+            "multi_turn_qwen3_8b",
+            "unused",
+            "unused",
+            trajectories=str(tmp_path / "given.jsonl"),
+            trajectories_perturbed=str(tmp_path / "given_ptb.jsonl") if perturbed else None,
+        )
         evaluated = given(run, inputs)
         train_file = training_data(
             run, inputs, {}, evaluated, str(tiny_tokenizer_dir), tmp_path / "dev_eval.jsonl"

@@ -44,8 +44,10 @@ def differences(setting: dict | None) -> dict[str, tuple[str, str]]:
         return {"setting": ("recorded", "not recorded (a run from before data/setting.json)")}
     out = {}
     if setting.get("split") != PAPER["split"]:
-        out["split"] = ("the authors' released train and perturbed dev (TACO-Cobalt, TACO-Cobalt-PTB)",
-                        "this chain's seeded split of TACO-verified: its TACO-dev is not the paper's")  # fmt: skip
+        out["split"] = (
+            "the authors' released train and perturbed dev (TACO-Cobalt, TACO-Cobalt-PTB)",
+            "this chain's seeded split of TACO-verified: its TACO-dev is not the paper's",
+        )
     if setting.get("rehearsal") or setting.get("model") != setting.get("paper_model"):
         out["model"] = (str(setting.get("paper_model")), str(setting.get("model")))
     if setting.get("rehearsal"):
@@ -55,8 +57,10 @@ def differences(setting: dict | None) -> dict[str, tuple[str, str]]:
         paper = (PAPER[f"eval_{aspect}"], PAPER[f"trajectory_{aspect}"])
         # a run without trajectories (single-turn training) is compared at evaluation only
         if ours[0] != paper[0] or ours[1] not in (None, paper[1]):
-            out[aspect] = (f"{what}: {paper[0]} at evaluation, {paper[1]} in the trajectories",
-                           f"{ours[0]} at evaluation, {ours[1]} in the trajectories")  # fmt: skip
+            out[aspect] = (
+                f"{what}: {paper[0]} at evaluation, {paper[1]} in the trajectories",
+                f"{ours[0]} at evaluation, {ours[1]} in the trajectories",
+            )
     if setting.get("context") != PAPER["context"]:
         out["context"] = ("the model's own context window", f"{setting.get('context')} tokens")
     if setting.get("max_problems") != PAPER["max_problems"]:
@@ -65,13 +69,17 @@ def differences(setting: dict | None) -> dict[str, tuple[str, str]]:
             f"the first {setting.get('max_problems')} of each file",
         )
     if setting.get("perturbed_mix") is False:
-        out["mix"] = ("25 % of the training rows from trajectories with perturbed feedback",
-                      "no perturbed rows (--trajectories without --trajectories_perturbed)")  # fmt: skip
+        out["mix"] = (
+            "25 % of the training rows from trajectories with perturbed feedback",
+            "no perturbed rows (--trajectories without --trajectories_perturbed)",
+        )
     elif setting.get("perturbed_mix") and setting.get("perturbed_ratio") != PAPER["perturbed_ratio"]:
         out["mix"] = ("25 % perturbed rows", f"{setting.get('perturbed_ratio'):.0%} perturbed rows")
     if setting.get("overlaps"):
-        out["overlap"] = ("no training problem evaluated",
-                          f"{setting['overlaps']} training problem(s) also evaluated (--allow_overlap)")  # fmt: skip
+        out["overlap"] = (
+            "no training problem evaluated",
+            f"{setting['overlaps']} training problem(s) also evaluated (--allow_overlap)",
+        )
     return out
 
 
@@ -86,10 +94,17 @@ def section(diffs: dict) -> list[str]:
     """The report's "Comparability" section: each difference from the paper's setting."""
     lines = ["## Comparability", ""]
     if not diffs:
-        return lines + ["This run's setting is the paper's in every aspect recorded (split, model, samples, turns, "
-                        "context, mix): its numbers stand beside the paper's.", ""]  # fmt: skip
-    lines += ["Each difference from the paper's setting; a figure of the paper stands beside this run's only "
-              "where none of the aspects it depends on differs.", "",
-              "| aspect | the paper | this run |", "|---|---|---|"]  # fmt: skip
+        return lines + [
+            "This run's setting is the paper's in every aspect recorded (split, model, samples, turns, "
+            "context, mix): its numbers stand beside the paper's.",
+            "",
+        ]
+    lines += [
+        "Each difference from the paper's setting; a figure of the paper stands beside this run's only "
+        "where none of the aspects it depends on differs.",
+        "",
+        "| aspect | the paper | this run |",
+        "|---|---|---|",
+    ]
     lines += [f"| {aspect} | {paper} | {ours} |" for aspect, (paper, ours) in diffs.items()]
     return lines + [""]

@@ -188,10 +188,28 @@ def self_debug(run: Run, tag: str, model: Path, chain: Chain, concurrent: bool =
     )
     n = line_count(chain.problems)
     common = ["--model", model, *run.inference_args(chain.temperature)]
-    single_cmd = [SCRIPTS / "run_single_turn.py", "-i", chain.problems, "-o", run.path(f"{tag}/single.jsonl"),
-                  "-n", chain.samples, *common]  # fmt: skip
-    multi_cmd = [SCRIPTS / "run_multi_turn.py", "-i", single, "-o", multi, "--turns", chain.turns,
-                 "--public_field", chain.public_field, *common]  # fmt: skip
+    single_cmd = [
+        SCRIPTS / "run_single_turn.py",
+        "-i",
+        chain.problems,
+        "-o",
+        run.path(f"{tag}/single.jsonl"),
+        "-n",
+        chain.samples,
+        *common,
+    ]
+    multi_cmd = [
+        SCRIPTS / "run_multi_turn.py",
+        "-i",
+        single,
+        "-o",
+        multi,
+        "--turns",
+        chain.turns,
+        "--public_field",
+        chain.public_field,
+        *common,
+    ]
     eval_cmd = [
         SCRIPTS / "eval_multi_turn.py",
         "-i",
@@ -203,12 +221,24 @@ def self_debug(run: Run, tag: str, model: Path, chain: Chain, concurrent: bool =
         "--label",
         tag,
     ]
-    run.stage(f"{tag}: single-turn", lambda: line_count(single) == n,
-              lambda: run.command(f"{tag}_single", single_cmd), concurrent)  # fmt: skip
-    run.stage(f"{tag}: multi-turn", lambda: line_count(multi) == n,
-              lambda: run.command(f"{tag}_multi", multi_cmd), concurrent)  # fmt: skip
-    run.stage(f"{tag}: hidden tests", lambda: line_count(out) == n,
-              lambda: run.command(f"{tag}_eval", eval_cmd), concurrent)  # fmt: skip
+    run.stage(
+        f"{tag}: single-turn",
+        lambda: line_count(single) == n,
+        lambda: run.command(f"{tag}_single", single_cmd),
+        concurrent,
+    )
+    run.stage(
+        f"{tag}: multi-turn",
+        lambda: line_count(multi) == n,
+        lambda: run.command(f"{tag}_multi", multi_cmd),
+        concurrent,
+    )
+    run.stage(
+        f"{tag}: hidden tests",
+        lambda: line_count(out) == n,
+        lambda: run.command(f"{tag}_eval", eval_cmd),
+        concurrent,
+    )
     return out
 
 
@@ -243,8 +273,10 @@ def self_debug_side_by_side(run: Run, label: str, model: Path, chains: dict[str,
 
     def together():
         with ThreadPoolExecutor(len(chains)) as pool:
-            futures = [pool.submit(self_debug, run, tag, model, chain, concurrent=True)
-                       for tag, chain in chains.items()]  # fmt: skip
+            futures = [
+                pool.submit(self_debug, run, tag, model, chain, concurrent=True)
+                for tag, chain in chains.items()
+            ]
             try:
                 for future in futures:
                     future.result()

@@ -37,8 +37,17 @@ def taco_to_problems(run: Run, stage: str, name: str, source, out_dir: Path, dev
     """``preproc/preproc_taco.py``: a TACO-verified file to problem records, split into train and
     ``dev_ratio`` dev; the reference solutions are checked in the sandbox in this process."""
     out = out_dir / ("taco_verified_filtered.jsonl" if dev_ratio == 0 else "taco_verified_filtered_dev.jsonl")
-    cmd = [*python(ROOT / "preproc/preproc_taco.py"), "--input_file", source, "--output_dir", out_dir,
-           "--dev_ratio", dev_ratio, "--evaluator", "local"]  # fmt: skip
+    cmd = [
+        *python(ROOT / "preproc/preproc_taco.py"),
+        "--input_file",
+        source,
+        "--output_dir",
+        out_dir,
+        "--dev_ratio",
+        dev_ratio,
+        "--evaluator",
+        "local",
+    ]
     run.stage(stage, out.exists, lambda: run.command(name, cmd))
     return out_dir
 
@@ -52,16 +61,31 @@ def lcb_to_problems(run: Run, stage: str, name: str, source, out: Path) -> Path:
 
 def bandit_prompts(run: Run, stage: str, name: str, trajectories: Path, out: Path, tokenizer, *flags) -> Path:
     """``preproc/process_multi_turn_taco.py``: evaluated trajectories to bandit prompts."""
-    cmd = [*python(ROOT / "preproc/process_multi_turn_taco.py"), "-i", trajectories, "-o", out,
-           "--model_name", tokenizer, *flags]  # fmt: skip
+    cmd = [
+        *python(ROOT / "preproc/process_multi_turn_taco.py"),
+        "-i",
+        trajectories,
+        "-o",
+        out,
+        "--model_name",
+        tokenizer,
+        *flags,
+    ]
     run.stage(stage, out.exists, lambda: run.command(name, cmd))
     return out
 
 
 def verl_parquet(run: Run, stage: str, name: str, prompts: Path, validation: Path, out_dir: Path) -> Path:
     """``preproc/verl_preproc_multi_turn.py``: bandit prompts to veRL's train and test parquet."""
-    cmd = [*python(ROOT / "preproc/verl_preproc_multi_turn.py"), "--local_dir", out_dir,
-           "--train_data_file", prompts, "--val_data_file", validation]  # fmt: skip
+    cmd = [
+        *python(ROOT / "preproc/verl_preproc_multi_turn.py"),
+        "--local_dir",
+        out_dir,
+        "--train_data_file",
+        prompts,
+        "--val_data_file",
+        validation,
+    ]
     run.stage(stage, lambda: (out_dir / "train.parquet").exists(), lambda: run.command(name, cmd))
     return out_dir
 

@@ -53,8 +53,10 @@ def choose(overrides: list[str], flash_attn: bool | None = None) -> Attention:
     if chosen:
         note = f"attention: {chosen} (set by the profile or an override)"
         if chosen == VERL_DEFAULT and not flash:
-            note += (f"; flash-attn does not import here, so the model will not load: set +{ATTENTION_KEY}=sdpa"
-                     " or build it (COBALT_FLASH_ATTN=1 COBALT_PROFILE=gpu bash scripts/setup.sh)")  # fmt: skip
+            note += (
+                f"; flash-attn does not import here, so the model will not load: set +{ATTENTION_KEY}=sdpa"
+                " or build it (COBALT_FLASH_ATTN=1 COBALT_PROFILE=gpu bash scripts/setup.sh)"
+            )
         return Attention(chosen, [], note, loads=chosen != VERL_DEFAULT or flash)
     if flash:
         return Attention(VERL_DEFAULT, [], f"attention: {VERL_DEFAULT} (veRL's default; flash-attn imports)")

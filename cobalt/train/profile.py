@@ -114,8 +114,7 @@ def dict_key(key: Any) -> str:
     except Exception:  # outside the grammar (an empty key, a non-ASCII letter)
         parsed, read = None, "refuses it"
     if parsed != key or type(parsed) is not type(key):
-        raise ConfigError(f"dict key {key!r} cannot be written as a hydra dict key (hydra {read}): "
-                          "rename it")  # fmt: skip
+        raise ConfigError(f"dict key {key!r} cannot be written as a hydra dict key (hydra {read}): rename it")
     return text
 
 
@@ -245,8 +244,10 @@ def override_error(item: str) -> str | None:
     if parsed.is_sweep_override():  # main_ppo composes in run mode: "Ambiguous value"
         key, _, value = item.partition("=")
         as_list = f", or as a list: {key}=[{value}]" if "," in value and "(" not in value else ""
-        return (f"{item!r} is a sweep for hydra, which GRPO's main_ppo refuses ('Ambiguous value'): "
-                f"pass one string quoted, \"{key}={quote(value)}\"{as_list}")  # fmt: skip
+        return (
+            f"{item!r} is a sweep for hydra, which GRPO's main_ppo refuses ('Ambiguous value'): "
+            f'pass one string quoted, "{key}={quote(value)}"{as_list}'
+        )
     return None
 
 

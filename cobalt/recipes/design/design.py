@@ -1,4 +1,4 @@
-"""The plan of the pre-registered generalize design (docs/preregistration.md, issue 41).
+"""The plan of the pre-registered generalize design (docs/preregistration.md).
 
     python -m cobalt.design --plan                       # configs/generalize_design.yaml
     python -m cobalt.design --plan --config my_design --json
@@ -64,8 +64,11 @@ def run_profile_config(design: dict):
     name = design["run_profile"]
     cfg = from_dict(QuickstartConfig, load_config(name), source=str(config_path(name)))
     want = dataclasses.replace(profile_config(design), control=dict(design["control"]))
-    differ = [f.name for f in dataclasses.fields(cfg) if f.name != "preregistration"
-              and getattr(cfg, f.name) != getattr(want, f.name)]  # fmt: skip
+    differ = [
+        f.name
+        for f in dataclasses.fields(cfg)
+        if f.name != "preregistration" and getattr(cfg, f.name) != getattr(want, f.name)
+    ]
     if differ:
         raise ValueError(
             f"{config_path(name)}: {', '.join(differ)} differ from the design's profile {design['profile']!r} "

@@ -1,4 +1,4 @@
-"""The pooled analysis of the pre-registered design (docs/preregistration.md, issue 41).
+"""The pooled analysis of the pre-registered design (docs/preregistration.md).
 
 Reads the design's run directories (``<runs_dir>/trained-seed<k>/report/report.json``,
 ``control-seed<k>/report/report.json``, ``repair-seed<k>/repair.jsonl``) and computes what the
@@ -90,8 +90,9 @@ def read_rows(rows, path: Path, key: str) -> dict[str, dict]:
             raise DataError(f"duplicate id {pid!r}", path=path, field=f"{where}.id")
         novelty = row.get("novelty")
         if key == "heldout" and novelty not in KINDS:
-            raise DataError(f"expected one of {', '.join(KINDS)}, got {novelty!r}", path=path,
-                            field=f"{where}.novelty")  # fmt: skip
+            raise DataError(
+                f"expected one of {', '.join(KINDS)}, got {novelty!r}", path=path, field=f"{where}.novelty"
+            )
         out[pid] = {
             "base": _scores(row.get("base"), path, f"{where}.base"),
             "trained": _scores(row.get("trained"), path, f"{where}.trained"),
@@ -132,9 +133,12 @@ def check_agreement(runs: dict, paths: dict) -> None:
             for pid, row in run[key].items():
                 value, where = first.setdefault(pid, (row[field], paths[name]))
                 if value != row[field]:
-                    raise DataError(f"instance {pid!r} is {row[field]!r} here but {value!r} in {where}"
-                                    + (" (the runs must share one base: --base_run)" if field == "base" else ""),
-                                    path=paths[name], field=f"{key}.per_instance.{field}")  # fmt: skip
+                    raise DataError(
+                        f"instance {pid!r} is {row[field]!r} here but {value!r} in {where}"
+                        + (" (the runs must share one base: --base_run)" if field == "base" else ""),
+                        path=paths[name],
+                        field=f"{key}.per_instance.{field}",
+                    )
 
 
 # ------------------------------------------------------------------------------------ scores
@@ -256,8 +260,15 @@ def run_states(design: dict, runs_dir: Path) -> list[dict]:
     ]
     for s in design["repair"]["seeds"]:
         p = repair_path(runs_dir, s)
-        states.append({"run": f"repair-seed{s}", "arm": "repair", "seed": s, "path": str(p),
-                       "done": summary_path(p).exists()})  # fmt: skip
+        states.append(
+            {
+                "run": f"repair-seed{s}",
+                "arm": "repair",
+                "seed": s,
+                "path": str(p),
+                "done": summary_path(p).exists(),
+            }
+        )
     return states
 
 

@@ -52,8 +52,13 @@ def nvidia_smi() -> list[tuple[str, str]] | None:
     if shutil.which("nvidia-smi") is None:
         return None
     try:
-        out = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
-                             capture_output=True, text=True, timeout=20, check=True).stdout  # fmt: skip
+        out = subprocess.run(
+            ["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=20,
+            check=True,
+        ).stdout
     except (OSError, subprocess.SubprocessError):
         return None
     return [tuple(part.strip() for part in line.split(",", 1)) for line in out.splitlines() if "," in line]
@@ -72,15 +77,27 @@ def check_gpus(needed: int, rehearse: bool, address: str | None, gpus=None) -> C
         )
     gpus = nvidia_smi() if gpus is None else gpus
     if not gpus:
-        return Check("fail", "GPUs", f"none here (no nvidia-smi) and this run needs {needed}: run on a GPU node, "
-                     "join a cluster with --address, or rehearse on CPU with --rehearse")  # fmt: skip
+        return Check(
+            "fail",
+            "GPUs",
+            f"none here (no nvidia-smi) and this run needs {needed}: run on a GPU node, "
+            "join a cluster with --address, or rehearse on CPU with --rehearse",
+        )
     driver = gpus[0][1]
     if version_tuple(driver) < version_tuple(CUDA13_MIN_DRIVER):
-        return Check("fail", "GPUs", f"NVIDIA driver {driver} is older than CUDA 13's minimum {CUDA13_MIN_DRIVER}: "
-                     "update the driver (torch 2.13 and vLLM 0.32 are CUDA 13 builds)")  # fmt: skip
+        return Check(
+            "fail",
+            "GPUs",
+            f"NVIDIA driver {driver} is older than CUDA 13's minimum {CUDA13_MIN_DRIVER}: "
+            "update the driver (torch 2.13 and vLLM 0.32 are CUDA 13 builds)",
+        )
     if len(gpus) < needed:
-        return Check("fail", "GPUs", f"{len(gpus)} here ({gpus[0][0]}) and this run needs {needed}: "
-                     "use a bigger node or join a cluster with --address")  # fmt: skip
+        return Check(
+            "fail",
+            "GPUs",
+            f"{len(gpus)} here ({gpus[0][0]}) and this run needs {needed}: "
+            "use a bigger node or join a cluster with --address",
+        )
     return Check(
         "ok", "GPUs", f"{len(gpus)} x {gpus[0][0]}, driver {driver} (CUDA 13 needs {CUDA13_MIN_DRIVER})"
     )
@@ -109,8 +126,11 @@ def check_overrides(profile_overrides: dict, chosen, extra: list[str]) -> Check:
     error = verl_config_error([*own, *chosen.overrides, *extra])
     if error:
         return Check("fail", "overrides", f"main_ppo would refuse them: {error}")
-    return Check("ok", "overrides", f"veRL's ppo_trainer config composes with the profile's {len(own)} and "
-                 f"your {len(extra)} override(s)")  # fmt: skip
+    return Check(
+        "ok",
+        "overrides",
+        f"veRL's ppo_trainer config composes with the profile's {len(own)} and your {len(extra)} override(s)",
+    )
 
 
 def check_attention(chosen) -> Check:
@@ -133,8 +153,12 @@ def check_model(model: str, rehearse: bool) -> Check:
             )
         size, problem = model_weights(path)
         if problem:
-            return Check("fail", what, f"{path}: {problem}: finish the download (hf download OWNER/NAME "
-                         f"--local-dir {path}) or pass --model a complete model directory")  # fmt: skip
+            return Check(
+                "fail",
+                what,
+                f"{path}: {problem}: finish the download (hf download OWNER/NAME "
+                f"--local-dir {path}) or pass --model a complete model directory",
+            )
         return Check("ok", what, f"local directory {path} ({size:.1f} GB of weights)")
     if model.startswith((".", "/", "~")) or model.count("/") != 1:
         return Check("fail", what, f"{model} is not a directory nor a hub id (owner/name): pass --model DIR")
@@ -158,8 +182,12 @@ def check_model(model: str, rehearse: bool) -> Check:
 def model_weights(path: Path) -> tuple[float, str | None]:
     """GB of a model directory's weights (``*.safetensors``, ``*.bin``), and what makes them
     incomplete (None: nothing): no weight file, an empty one, or a shard its index names missing."""
-    files = [f for pattern in ("*.safetensors", "*.bin") for f in sorted(path.glob(pattern))
-             if f.name != "training_args.bin"]  # fmt: skip
+    files = [
+        f
+        for pattern in ("*.safetensors", "*.bin")
+        for f in sorted(path.glob(pattern))
+        if f.name != "training_args.bin"
+    ]
     size = sum(f.stat().st_size for f in files) / 1e9
     for index in sorted(path.glob("*.index.json")):
         try:
@@ -341,8 +369,12 @@ def check_disk(root: Path, needed_gb: float) -> Check:
     free = shutil.disk_usage(where).free / 1e9
     line = f"{free:.0f} GB free at {where}; the run needs up to {needed_gb:.0f} GB (estimate)"
     if free < needed_gb:
-        return Check("fail", "disk", line + ": free space, pass --run_dir on a bigger disk, or keep fewer "
-                     "checkpoints (-- trainer.max_actor_ckpt_to_keep=2)")  # fmt: skip
+        return Check(
+            "fail",
+            "disk",
+            line + ": free space, pass --run_dir on a bigger disk, or keep fewer "
+            "checkpoints (-- trainer.max_actor_ckpt_to_keep=2)",
+        )
     return Check("ok", "disk", line)
 
 
@@ -354,15 +386,25 @@ def check_evaluator(config_name: str, per_step: dict, cpus: int | None) -> Check
     serve = load_evaluator_config(config_name)[1]
     reserved = serve.num_replicas * serve.num_cpus
     minutes = per_step["core_seconds"] / reserved / 60
-    line = (f"a GRPO step judges {per_step['programs']:,} programs (~{per_step['tests']:,} tests, "
-            f"{per_step['core_seconds']:,} core-seconds); {config_name} holds {reserved} CPUs: "
-            f"~{minutes:.1f} min a step")  # fmt: skip
+    line = (
+        f"a GRPO step judges {per_step['programs']:,} programs (~{per_step['tests']:,} tests, "
+        f"{per_step['core_seconds']:,} core-seconds); {config_name} holds {reserved} CPUs: "
+        f"~{minutes:.1f} min a step"
+    )
     if cpus is not None and reserved > cpus:
-        return Check("fail", "evaluator", f"{line}, but this machine has {cpus} CPUs: use --evaluator_config "
-                     "evaluator, or join a cluster with the CPUs (--address)")  # fmt: skip
+        return Check(
+            "fail",
+            "evaluator",
+            f"{line}, but this machine has {cpus} CPUs: use --evaluator_config "
+            "evaluator, or join a cluster with the CPUs (--address)",
+        )
     if minutes > 5:
-        return Check("warn", "evaluator", f"{line}: on a cluster with {per_step['cores_for_a_minute']} free CPUs, "
-                     "--evaluator_config evaluator_paper (80 CPUs) takes less")  # fmt: skip
+        return Check(
+            "warn",
+            "evaluator",
+            f"{line}: on a cluster with {per_step['cores_for_a_minute']} free CPUs, "
+            "--evaluator_config evaluator_paper (80 CPUs) takes less",
+        )
     return Check("ok", "evaluator", line)
 
 
@@ -379,15 +421,23 @@ def check_context(budget: dict) -> Check:
     needed = entry["needed_at_last_turn"]["max"]
     context = budget.get("context")
     if not context:
-        return Check("warn", "context", f"the last of {budget['turns']} turns needs up to {needed:,} tokens ({name}); "
-                     f"the model's context is {budget.get('context_from')}: its config.json's "
-                     f"max_position_embeddings should hold {needed:,}")  # fmt: skip
+        return Check(
+            "warn",
+            "context",
+            f"the last of {budget['turns']} turns needs up to {needed:,} tokens ({name}); "
+            f"the model's context is {budget.get('context_from')}: its config.json's "
+            f"max_position_embeddings should hold {needed:,}",
+        )
     cut = {n: e.get("problems_that_may_be_cut", 0) for n, e in budget["files"].items()}
     if any(cut.values()):
         shown = ", ".join(f"{v} of {budget['files'][n]['problems']} in {n}" for n, v in cut.items() if v)
-        return Check("warn", "context", f"{context:,} tokens ({budget.get('context_from')}); problems that may lose "
-                     f"turns of {budget['turns']}: {shown} (up to {needed:,} tokens needed): raise the engine's "
-                     "max_model_len if the model allows")  # fmt: skip
+        return Check(
+            "warn",
+            "context",
+            f"{context:,} tokens ({budget.get('context_from')}); problems that may lose "
+            f"turns of {budget['turns']}: {shown} (up to {needed:,} tokens needed): raise the engine's "
+            "max_model_len if the model allows",
+        )
     return Check(
         "ok",
         "context",
@@ -395,8 +445,15 @@ def check_context(budget: dict) -> Check:
     )
 
 
-def checks(cfg, inputs, profile_overrides: dict, single_turn: bool, runs_root: Path, budget: dict,
-           cost: dict | None = None) -> list[Check]:  # fmt: skip
+def checks(
+    cfg,
+    inputs,
+    profile_overrides: dict,
+    single_turn: bool,
+    runs_root: Path,
+    budget: dict,
+    cost: dict | None = None,
+) -> list[Check]:
     """Every check, in order; ``budget`` is the context estimate (cobalt.infer.context_budget)."""
     from cobalt.train.profile import profile_model
 

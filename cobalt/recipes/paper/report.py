@@ -101,8 +101,10 @@ def overlap_lines(root: Path) -> list[str]:
         return ["**Run with `--allow_overlap`**; no training problem was found in an evaluation set."]
     named = ", ".join(f"{o['train_id']} = {o['eval_set']} {o['eval_id']}" for o in found[:8])
     more = f" and {len(found) - 8} more" if len(found) > 8 else ""
-    return [f"**Trained on evaluation problems (`--allow_overlap`)**: {len(found)} training problem(s) "
-            f"are also evaluated ({named}{more}). The Pass@1 below is not a held-out figure."]  # fmt: skip
+    return [
+        f"**Trained on evaluation problems (`--allow_overlap`)**: {len(found)} training problem(s) "
+        f"are also evaluated ({named}{more}). The Pass@1 below is not a held-out figure."
+    ]
 
 
 def rehearsal_lines(root: Path) -> list[str]:
@@ -112,8 +114,12 @@ def rehearsal_lines(root: Path) -> list[str]:
     if not log.exists():
         return []
     marks = ("rehearsal prompts: ", "rehearsal prompt length set from the data: ")
-    found = [mark + line.split(mark, 1)[1].strip() for line in log.read_text(errors="replace").splitlines()
-             for mark in marks if mark in line]  # fmt: skip
+    found = [
+        mark + line.split(mark, 1)[1].strip()
+        for line in log.read_text(errors="replace").splitlines()
+        for mark in marks
+        if mark in line
+    ]
     return [f"GRPO's step: {text}." for text in found]
 
 
@@ -138,21 +144,33 @@ def write_paper_report(run, profile: str, base: dict, trained: dict, seconds: fl
     rundir.write_atomically(run.root / rundir.REPORT_JSON, json.dumps(report, indent=1))
     lines = [f"# COBALT, the paper's chain — profile `{profile}`", "", *overlap_lines(run.root), ""]
     if setting and setting.get("perturbed_mix") is False:
-        lines += ["**No perturbed training rows**: the run was given trajectories without "
-                  "`--trajectories_perturbed`, so nothing with perturbed feedback was mixed in; the paper's "
-                  "TACO-dev figure (COBALT-FT with perturbed training) is left out.", ""]  # fmt: skip
+        lines += [
+            "**No perturbed training rows**: the run was given trajectories without "
+            "`--trajectories_perturbed`, so nothing with perturbed feedback was mixed in; the paper's "
+            "TACO-dev figure (COBALT-FT with perturbed training) is left out.",
+            "",
+        ]
     if run.cfg.rehearse:
-        lines += ["**A rehearsal on CPU**: SmolLM2 stands in for the base model and GRPO trained a tiny random "
-                  "model for one step, so the numbers below say the chain runs, not what it learns.",
-                  *rehearsal_lines(run.root), ""]  # fmt: skip
+        lines += [
+            "**A rehearsal on CPU**: SmolLM2 stands in for the base model and GRPO trained a tiny random "
+            "model for one step, so the numbers below say the chain runs, not what it learns.",
+            *rehearsal_lines(run.root),
+            "",
+        ]
     lines += [*comparability.section(diffs), "## Beside the paper", "", *paper_rows(report, paper, diffs), ""]
     for key, *_rest in SETS.values():
         if key in report:
             section = report[key]
-            lines += [f"## {section['title']}", "", markdown_table(section["pass_at_1"]),
-                      *cut_lines(section["context_cut"]),
-                      f"**Verdict.** {section['comparison']['verdict']}", "",
-                      f"![Pass@1 per turn, {section['title']}]({section['figure']})", "",
-                      *repair_section(section["repair"], section["title"])]  # fmt: skip
+            lines += [
+                f"## {section['title']}",
+                "",
+                markdown_table(section["pass_at_1"]),
+                *cut_lines(section["context_cut"]),
+                f"**Verdict.** {section['comparison']['verdict']}",
+                "",
+                f"![Pass@1 per turn, {section['title']}]({section['figure']})",
+                "",
+                *repair_section(section["repair"], section["title"]),
+            ]
     lines += [*times_table(report), *commands(report)]
     return rundir.write_atomically(run.root / rundir.DONE, "\n".join(lines))

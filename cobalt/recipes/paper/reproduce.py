@@ -102,8 +102,11 @@ def problems(run: Run, inputs: Inputs) -> dict[str, Path]:
     }
     released = file_shape(inputs.taco) == "problems"  # already processed (e.g. the authors' released set)
     if released and inputs.taco_dev:  # the authors' train and dev files: used as they are
-        run.stage("released TACO train (as given)", taco["train"].exists,
-                  lambda: copy_records(run, inputs.taco, taco["train"]))  # fmt: skip
+        run.stage(
+            "released TACO train (as given)",
+            taco["train"].exists,
+            lambda: copy_records(run, inputs.taco, taco["train"]),
+        )
     elif released:
         run.stage(
             "processed TACO → train / dev",
@@ -132,9 +135,22 @@ def perturbed(run: Run, files: dict[str, Path], names: tuple[str, ...]) -> dict[
     out_files = {}
     for name in names:
         out = run.root / f"data/taco_{name}_perturbed.jsonl"
-        run.stage(f"perturbed public tests ({name})", out.exists, lambda name=name, out=out: run.command(
-            f"perturb_{name}", [*steps.python(ROOT / "preproc/run_perturbation.py"), "-i", files[name], "-o", out,
-                                "--seed", 42]))  # fmt: skip
+        run.stage(
+            f"perturbed public tests ({name})",
+            out.exists,
+            lambda name=name, out=out: run.command(
+                f"perturb_{name}",
+                [
+                    *steps.python(ROOT / "preproc/run_perturbation.py"),
+                    "-i",
+                    files[name],
+                    "-o",
+                    out,
+                    "--seed",
+                    42,
+                ],
+            ),
+        )
         out_files[f"{name}_perturbed"] = out
     return out_files
 
@@ -154,16 +170,23 @@ def refuse_empty(files: dict[str, Path], trains_on_perturbed: bool) -> None:
     """A problem set the filters emptied (TACO's: fewer than 8 tests; the perturbation's: fewer
     than 2 distinct public outputs) stops the run here, in one line; every later stage would
     otherwise skip on the empty input and fail far from it."""
-    logs = {"train": "taco", "dev": "taco", "lcb": "lcb", "train_perturbed": "perturb_train",
-            "dev_perturbed": "perturb_dev"}  # fmt: skip
+    logs = {
+        "train": "taco",
+        "dev": "taco",
+        "lcb": "lcb",
+        "train_perturbed": "perturb_train",
+        "dev_perturbed": "perturb_dev",
+    }
     needed = (
         ["train", "dev", "lcb"] + (["train_perturbed"] if trains_on_perturbed else []) + ["dev_perturbed"]
     )
     for name in needed:
         if line_count(files[name]) == 0:
-            raise ValueError(f"{files[name]}: no {name} problems are left after preprocessing "
-                             f"(logs/{logs[name]}.log says why); give other input files and start a new "
-                             "run (--new)")  # fmt: skip
+            raise ValueError(
+                f"{files[name]}: no {name} problems are left after preprocessing "
+                f"(logs/{logs[name]}.log says why); give other input files and start a new "
+                "run (--new)"
+            )
 
 
 def refuse_overlap(run: Run, inputs: Inputs) -> list:
@@ -173,8 +196,13 @@ def refuse_overlap(run: Run, inputs: Inputs) -> list:
     from cobalt.data.overlap import chain_problems
     from cobalt.data.overlap import refuse_overlap as check
 
-    train, evaluations = chain_problems(inputs.taco, inputs.lcb, taco_dev=inputs.taco_dev,
-                                        dev_ratio=run.cfg.taco_dev_ratio, max_problems=run.cfg.max_problems)  # fmt: skip
+    train, evaluations = chain_problems(
+        inputs.taco,
+        inputs.lcb,
+        taco_dev=inputs.taco_dev,
+        dev_ratio=run.cfg.taco_dev_ratio,
+        max_problems=run.cfg.max_problems,
+    )
     found = check(train, evaluations, inputs.allow_overlap, run.path(rundir.OVERLAP), inputs.taco)
     sizes = ", ".join(f"{name} {len(problems)}" for name, problems in evaluations.items())
     run.log(f"overlap check: {len(train)} training problems against {sizes}: {len(found)} pair(s) found")
@@ -194,8 +222,10 @@ def with_engine_context(cfg: PaperConfig, root: Path) -> PaperConfig:
     extends the configured one, is the engine config of every stage."""
     if not cfg.max_model_len:
         return cfg
-    engine = {"extends": str(config_path(cfg.engine_config).resolve()),
-              "llm": {"engine_kwargs": {"max_model_len": cfg.max_model_len}}}  # fmt: skip
+    engine = {
+        "extends": str(config_path(cfg.engine_config).resolve()),
+        "llm": {"engine_kwargs": {"max_model_len": cfg.max_model_len}},
+    }
     path = rundir.write_atomically(root / rundir.ENGINE, yaml.safe_dump(engine, sort_keys=False))
     return dataclasses.replace(cfg, engine_config=str(path))
 
@@ -263,9 +293,10 @@ def trajectory_chains(run: Run, files: dict[str, Path]) -> dict[str, Chain]:
     cfg = run.cfg
     return {
         "trajectories": Chain(files["train"], cfg.trajectory_samples, cfg.trajectory_turns),
-        "trajectories_perturbed": Chain(files["train_perturbed"], cfg.trajectory_samples, cfg.trajectory_turns,
-                                        PERTURBED_FIELD),
-    }  # fmt: skip
+        "trajectories_perturbed": Chain(
+            files["train_perturbed"], cfg.trajectory_samples, cfg.trajectory_turns, PERTURBED_FIELD
+        ),
+    }
 
 
 def given_trajectories(run: Run, path: Path, tag: str = "trajectories") -> Path:
@@ -276,10 +307,22 @@ def given_trajectories(run: Run, path: Path, tag: str = "trajectories") -> Path:
         return path
     out = run.root / f"{tag}/eval.jsonl"
     what = "given trajectories" + ("" if tag == "trajectories" else " (perturbed)")
-    run.stage(f"{what}: hidden tests", lambda: line_count(out) == line_count(path),
-              lambda: run.command(f"{tag}_eval", [ROOT / "scripts/eval_multi_turn.py", "-i", path,
-                                                  "-o", run.path(f"{tag}/eval.jsonl"),
-                                                  "--address", run.address]))  # fmt: skip
+    run.stage(
+        f"{what}: hidden tests",
+        lambda: line_count(out) == line_count(path),
+        lambda: run.command(
+            f"{tag}_eval",
+            [
+                ROOT / "scripts/eval_multi_turn.py",
+                "-i",
+                path,
+                "-o",
+                run.path(f"{tag}/eval.jsonl"),
+                "--address",
+                run.address,
+            ],
+        ),
+    )
     return out
 
 
@@ -297,8 +340,14 @@ def given(run: Run, inputs: Inputs) -> dict[str, Path]:
 
 
 # ---------------------------------------------------------------------------------- training data
-def training_data(run: Run, inputs: Inputs, files: dict[str, Path], evaluated: dict[str, Path],
-                  tokenizer: str, validation_trajectories: Path | None = None) -> Path:  # fmt: skip
+def training_data(
+    run: Run,
+    inputs: Inputs,
+    files: dict[str, Path],
+    evaluated: dict[str, Path],
+    tokenizer: str,
+    validation_trajectories: Path | None = None,
+) -> Path:
     """The veRL parquet GRPO trains on: bandit prompts of the trajectories with the perturbed ones
     mixed in (multi-turn), or the training problems' turn-0 prompts (single-turn). The validation
     prompts (``--is_test``) come from ``validation_trajectories``, the base model's evaluated
@@ -307,9 +356,22 @@ def training_data(run: Run, inputs: Inputs, files: dict[str, Path], evaluated: d
     data = run.root / "data"
     if single_turn(inputs.profile):
         out = data / "verl_single_turn"
-        run.stage("veRL parquet (turn-0 prompts)", lambda: (out / "train.parquet").exists(), lambda: run.command(
-            "parquet", [*steps.python(ROOT / "preproc/verl_preproc_single_turn.py"), "--local_dir", out,
-                        "--train_data_file", files["train"], "--val_data_file", files["dev"]]))  # fmt: skip
+        run.stage(
+            "veRL parquet (turn-0 prompts)",
+            lambda: (out / "train.parquet").exists(),
+            lambda: run.command(
+                "parquet",
+                [
+                    *steps.python(ROOT / "preproc/verl_preproc_single_turn.py"),
+                    "--local_dir",
+                    out,
+                    "--train_data_file",
+                    files["train"],
+                    "--val_data_file",
+                    files["dev"],
+                ],
+            ),
+        )
         return out / "train.parquet"
     prompts = {tag: bandit_prompts(run, tag, source, tokenizer) for tag, source in evaluated.items()}
     if validation_trajectories is None:
@@ -329,9 +391,24 @@ def training_data(run: Run, inputs: Inputs, files: dict[str, Path], evaluated: d
     if "trajectories_perturbed" not in parquet:
         return parquet["trajectories"]
     mixed = data / "verl_mixed/train.parquet"
-    run.stage("perturbed rows mixed in", mixed.exists, lambda: run.command("mix", [
-        *steps.python("cobalt.train.augment"), "--base", parquet["trajectories"],
-        "--perturbed", parquet["trajectories_perturbed"], "--ratio", run.cfg.perturbed_ratio, "--out", mixed]))  # fmt: skip
+    run.stage(
+        "perturbed rows mixed in",
+        mixed.exists,
+        lambda: run.command(
+            "mix",
+            [
+                *steps.python("cobalt.train.augment"),
+                "--base",
+                parquet["trajectories"],
+                "--perturbed",
+                parquet["trajectories_perturbed"],
+                "--ratio",
+                run.cfg.perturbed_ratio,
+                "--out",
+                mixed,
+            ],
+        ),
+    )
     return mixed
 
 
@@ -363,14 +440,29 @@ def grpo(run: Run, train_file: Path, model: str) -> Path:
     )
 
 
-def grpo_command(cfg: PaperConfig, profile: str, address: str, checkpoints: Path, train_file: Path,
-                 val_file: Path, model: str) -> list:  # fmt: skip
+def grpo_command(
+    cfg: PaperConfig,
+    profile: str,
+    address: str,
+    checkpoints: Path,
+    train_file: Path,
+    val_file: Path,
+    model: str,
+) -> list:
     """The GRPO stage's command line: the launcher with the profile, the chain's files, then the
     user's hydra overrides (``-- key=value ...``; later wins)."""
     from cobalt.train.profile import override
 
-    cmd = [*steps.python("cobalt.train.launch"), "--profile", profile, "--evaluator_config", cfg.evaluator_config,
-           "--address", address, override("trainer.default_local_dir", str(checkpoints))]  # fmt: skip
+    cmd = [
+        *steps.python("cobalt.train.launch"),
+        "--profile",
+        profile,
+        "--evaluator_config",
+        cfg.evaluator_config,
+        "--address",
+        address,
+        override("trainer.default_local_dir", str(checkpoints)),
+    ]
     if cfg.rehearse:  # the profile's topology and batch on a tiny model; its prompts from this run
         cmd += ["--rehearse", "--rehearse_prompts", train_file]
     else:
@@ -427,8 +519,10 @@ def run_chain(run: Run, inputs: Inputs) -> Path:
 
     def base_stages():  # the trajectories and the base evaluation side by side on one engine
         makes_trajectories = not (single_turn(inputs.profile) or inputs.trajectories)
-        chains = {**(trajectory_chains(run, files) if makes_trajectories else {}),
-                  **evaluation_chains(run, "base", files)}  # fmt: skip
+        chains = {
+            **(trajectory_chains(run, files) if makes_trajectories else {}),
+            **evaluation_chains(run, "base", files),
+        }
         done = self_debug_side_by_side(run, "base model", model, chains)
         base_evals.update({tag: path for tag, path in done.items() if tag.startswith("eval_")})
         evaluated.update({tag: path for tag, path in done.items() if tag.startswith("trajectories")})
@@ -459,14 +553,29 @@ def dry_run_plan(cfg: PaperConfig, inputs: Inputs) -> dict:
 
     overrides = load_profile(inputs.profile).overrides
     gpus_per_node, nodes = preflight.gpus_needed(overrides, cfg.grpo_overrides)
-    keys = ("data.train_batch_size", "data.max_prompt_length", "data.max_response_length", "actor_rollout_ref.rollout.n",
-            "actor_rollout_ref.actor.optim.lr", "actor_rollout_ref.actor.kl_loss_coef", "algorithm.kl_ctrl.kl_coef",
-            "trainer.n_gpus_per_node", "trainer.nnodes", "trainer.total_epochs")  # fmt: skip
+    keys = (
+        "data.train_batch_size",
+        "data.max_prompt_length",
+        "data.max_response_length",
+        "actor_rollout_ref.rollout.n",
+        "actor_rollout_ref.actor.optim.lr",
+        "actor_rollout_ref.actor.kl_loss_coef",
+        "algorithm.kl_ctrl.kl_coef",
+        "trainer.n_gpus_per_node",
+        "trainer.nnodes",
+        "trainer.total_epochs",
+    )
     detected, why = gpu_count()
     run = Path("<run>")  # the GRPO stage's command, as the chain would give it
-    command = grpo_command(cfg, inputs.profile, inputs.address or "<the chain's Ray head>", run / "checkpoints",
-                           run / "data/train.parquet", run / "data/test.parquet",
-                           cfg.model or profile_model(inputs.profile))  # fmt: skip
+    command = grpo_command(
+        cfg,
+        inputs.profile,
+        inputs.address or "<the chain's Ray head>",
+        run / "checkpoints",
+        run / "data/train.parquet",
+        run / "data/test.parquet",
+        cfg.model or profile_model(inputs.profile),
+    )
     return {
         "profile": inputs.profile,
         "base_model": cfg.model or profile_model(inputs.profile),
@@ -497,9 +606,14 @@ def context_budget(cfg: PaperConfig, inputs: Inputs) -> dict:
         {"TACO-dev": inputs.taco_dev} if inputs.taco_dev else {}
     )
     try:
-        return estimate(files, context=engine_context(cfg), model=cfg.model or profile_model(inputs.profile),
-                        answer_budget=int(sampling(cfg)["max_tokens"]),
-                        thinking=bool(sampling(cfg)["enable_thinking"]), turns=cfg.eval_turns)  # fmt: skip
+        return estimate(
+            files,
+            context=engine_context(cfg),
+            model=cfg.model or profile_model(inputs.profile),
+            answer_budget=int(sampling(cfg)["max_tokens"]),
+            thinking=bool(sampling(cfg)["enable_thinking"]),
+            turns=cfg.eval_turns,
+        )
     except DataError as e:
         return {"error": str(e)}
 
@@ -532,8 +646,10 @@ def missing_gpus(cfg: PaperConfig, inputs: Inputs) -> str | None:
     have, how = (inputs.num_gpus, "--num_gpus") if inputs.num_gpus is not None else gpu_count()
     if have >= needed:
         return None
-    return (f"{inputs.profile} trains on {needed} GPUs and this machine offers {have} ({how}); "
-            "run on a GPU node, join a cluster with --address, or rehearse on CPU with --rehearse")  # fmt: skip
+    return (
+        f"{inputs.profile} trains on {needed} GPUs and this machine offers {have} ({how}); "
+        "run on a GPU node, join a cluster with --address, or rehearse on CPU with --rehearse"
+    )
 
 
 def print_preflight(found: list) -> bool:
@@ -548,8 +664,12 @@ def print_preflight(found: list) -> bool:
 
 def parser() -> argparse.ArgumentParser:
     usage = "%(prog)s --profile P --taco T --lcb L [options] [-- hydra overrides for GRPO ...]"
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter,
-                                epilog=__doc__.split("\n\n", 1)[1], usage=usage)  # fmt: skip
+    p = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=__doc__.split("\n\n", 1)[1],
+        usage=usage,
+    )
     p.add_argument(
         "--profile",
         required=True,
@@ -569,20 +689,43 @@ def parser() -> argparse.ArgumentParser:
         type=caller_path,
         help="offline trajectories to learn from instead of generating them",
     )
-    p.add_argument("--trajectories_perturbed", default=None, type=caller_path, help="with --trajectories: "
-                   "the trajectories on perturbed public tests, mixed in as the paper does (without, the run "
-                   "trains on no perturbed rows and the report says so)")  # fmt: skip
-    p.add_argument("--taco_dev", default=None, type=existing_file, help="problem records to evaluate as TACO-dev "
-                   "instead of the dev split of --taco (perturbed in place unless they carry "
-                   "perturbed_public_test_cases, as the authors' TACO-Cobalt-PTB)")  # fmt: skip
-    p.add_argument("--allow_overlap", action="store_true", help="train even on problems that are also "
-                   "evaluated (same statement or tests); for experiments: the report says so first")  # fmt: skip
+    p.add_argument(
+        "--trajectories_perturbed",
+        default=None,
+        type=caller_path,
+        help="with --trajectories: "
+        "the trajectories on perturbed public tests, mixed in as the paper does (without, the run "
+        "trains on no perturbed rows and the report says so)",
+    )
+    p.add_argument(
+        "--taco_dev",
+        default=None,
+        type=existing_file,
+        help="problem records to evaluate as TACO-dev "
+        "instead of the dev split of --taco (perturbed in place unless they carry "
+        "perturbed_public_test_cases, as the authors' TACO-Cobalt-PTB)",
+    )
+    p.add_argument(
+        "--allow_overlap",
+        action="store_true",
+        help="train even on problems that are also "
+        "evaluated (same statement or tests); for experiments: the report says so first",
+    )
     p.add_argument("--address", default=None, help="a running Ray cluster (HOST:PORT) for every stage")
-    p.add_argument("--model", default=None, type=caller_path, help="the base model, which also writes the "
-                   "trajectories: a local directory (e.g. a downloaded copy; relative to this directory) or a hub "
-                   "id (default: the chain config's, else the profile's)")  # fmt: skip
-    p.add_argument("--evaluator_config", default=None, help="configs/<name>.yaml of the evaluator for every stage "
-                   "(default: the chain config's; evaluator_paper on a cluster with 80 free CPUs)")  # fmt: skip
+    p.add_argument(
+        "--model",
+        default=None,
+        type=caller_path,
+        help="the base model, which also writes the "
+        "trajectories: a local directory (e.g. a downloaded copy; relative to this directory) or a hub "
+        "id (default: the chain config's, else the profile's)",
+    )
+    p.add_argument(
+        "--evaluator_config",
+        default=None,
+        help="configs/<name>.yaml of the evaluator for every stage "
+        "(default: the chain config's; evaluator_paper on a cluster with 80 free CPUs)",
+    )
     p.add_argument(
         "--num_gpus", type=int, default=None, help="GPUs of a private Ray head (default: detected)"
     )
@@ -591,16 +734,34 @@ def parser() -> argparse.ArgumentParser:
         action="store_true",
         help="the same chain cut down for this CPU (configs/paper_rehearsal.yaml)",
     )
-    p.add_argument("--config", default=None, help="chain settings: configs/<name>.yaml or a YAML file of your own, "
-                   "which may start from one (extends: paper) (default: paper, or paper_rehearsal)")  # fmt: skip
-    p.add_argument("--max_problems", type=positive_int, default=None, help="a smaller run: the first N problems of "
-                   "each problem file, the training set and the evaluation sets (TACO-dev, LiveCodeBench) alike, "
-                   "so its Pass@1 is not the paper's (the report says so)")  # fmt: skip
-    p.add_argument("--max_model_len", type=positive_int, default=None, help="the inference engine's context in "
-                   "tokens, for trajectories and evaluation (default: the engine config's; engine_paper: the "
-                   "model's own window)")  # fmt: skip
-    p.add_argument("--run_dir", default=None, help="run directory (default: resume the newest unfinished run of "
-                   "this profile under runs/paper/, else a new one)")  # fmt: skip
+    p.add_argument(
+        "--config",
+        default=None,
+        help="chain settings: configs/<name>.yaml or a YAML file of your own, "
+        "which may start from one (extends: paper) (default: paper, or paper_rehearsal)",
+    )
+    p.add_argument(
+        "--max_problems",
+        type=positive_int,
+        default=None,
+        help="a smaller run: the first N problems of "
+        "each problem file, the training set and the evaluation sets (TACO-dev, LiveCodeBench) alike, "
+        "so its Pass@1 is not the paper's (the report says so)",
+    )
+    p.add_argument(
+        "--max_model_len",
+        type=positive_int,
+        default=None,
+        help="the inference engine's context in "
+        "tokens, for trajectories and evaluation (default: the engine config's; engine_paper: the "
+        "model's own window)",
+    )
+    p.add_argument(
+        "--run_dir",
+        default=None,
+        help="run directory (default: resume the newest unfinished run of "
+        "this profile under runs/paper/, else a new one)",
+    )
     p.add_argument("--new", action="store_true", help="start a new run even if an unfinished one exists")
     p.add_argument(
         "--dry-run",
@@ -608,8 +769,12 @@ def parser() -> argparse.ArgumentParser:
         help="print the settings of every stage, the GPUs needed and the preflight's checks; run nothing "
         "(exit 0 whatever the checks say)",
     )
-    p.add_argument("--preflight", action="store_true", help="run the preflight's checks only and exit 1 if "
-                   "any fails, 0 otherwise: a gate for a job script (with --dry-run: the settings too)")  # fmt: skip
+    p.add_argument(
+        "--preflight",
+        action="store_true",
+        help="run the preflight's checks only and exit 1 if "
+        "any fails, 0 otherwise: a gate for a job script (with --dry-run: the settings too)",
+    )
     return p
 
 
@@ -641,8 +806,12 @@ def chain_config(args, grpo_overrides: list[str]) -> PaperConfig:
 
     config = args.config or ("paper_rehearsal" if args.rehearse else "paper")
     cfg = from_dict(PaperConfig, load_config(config), source=str(config_path(config)))
-    given = {"evaluator_config": args.evaluator_config, "model": args.model, "max_problems": args.max_problems,
-             "max_model_len": args.max_model_len}  # fmt: skip
+    given = {
+        "evaluator_config": args.evaluator_config,
+        "model": args.model,
+        "max_problems": args.max_problems,
+        "max_model_len": args.max_model_len,
+    }
     cfg = dataclasses.replace(cfg, **{key: value for key, value in given.items() if value})
     for item in grpo_overrides:
         if override_error(item):

@@ -22,9 +22,18 @@ from cobalt.common import rundir
 
 # settings that act only after the base: every other setting (including any added later) decides it
 AFTER_THE_BASE = frozenset(
-    {"train_seed", "arm", "control", "train_profile", "grpo_steps", "preregistration", "ray_num_cpus",
-     "num_gpus", "base_run"}
-)  # fmt: skip
+    {
+        "train_seed",
+        "arm",
+        "control",
+        "train_profile",
+        "grpo_steps",
+        "preregistration",
+        "ray_num_cpus",
+        "num_gpus",
+        "base_run",
+    }
+)
 
 BASE_DIRS = ("models/smollm2", "models/warm", "data", "trajectories_offline")  # and the base's chain dirs
 

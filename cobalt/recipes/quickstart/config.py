@@ -22,7 +22,7 @@ class QuickstartConfig:
     heldout_problems: int = 4
     seed: int = 42  # shuffles non-procedural problems into train and held-out; not a training seed
     # the training seed: GRPO's data.seed and actor_rollout_ref.rollout.seed, the control arm's SFT seed;
-    # None: the train profile's seeds (veRL's defaults), as before the setting existed
+    # None: the train profile's seeds (veRL's defaults)
     train_seed: int | None = None
     arm: Literal["trained", "control"] = "trained"  # what follows the base: GRPO, or the control's SFT
     control: dict = dataclasses.field(default_factory=dict)  # the control's SFT: epochs, lr, batch_size

@@ -250,12 +250,25 @@ def write_report(run: RunRecord) -> Path:
     control_file = run.root / rundir.MODELS_CONTROL / rundir.WARM_UP_RECORD
     control = json.loads(control_file.read_text()) if report["arm"] == "control" else None
     passes = [pass_at_1_section(report[key]) for key in EVALUATIONS if key in report]
-    repairs = [repair_section(report[k]["repair"], report[k]["comparison"]["problem_set"]) for k in EVALUATIONS
-               if k in report]  # fmt: skip
+    repairs = [
+        repair_section(report[k]["repair"], report[k]["comparison"]["problem_set"])
+        for k in EVALUATIONS
+        if k in report
+    ]
     families = [family_section(report[k]) for k in EVALUATIONS if "per_family" in report.get(k, {})]
     novelty = [novelty_section(report[k]) for k in EVALUATIONS if "by_novelty" in report.get(k, {})]
-    sections = (header(run, report, warm), preregistered_section(report), *novelty, *passes, *repairs, *families,
-                training(report, control), counts_table(report), times_table(report), stage_report.commands(report))  # fmt: skip
+    sections = (
+        header(run, report, warm),
+        preregistered_section(report),
+        *novelty,
+        *passes,
+        *repairs,
+        *families,
+        training(report, control),
+        counts_table(report),
+        times_table(report),
+        stage_report.commands(report),
+    )
     text = "\n".join(line for section in sections for line in section)
     return rundir.write_atomically(run.root / rundir.DONE, text)
 
@@ -330,9 +343,11 @@ def arm_line(report: dict) -> str:
     seeds = f"training seed {seed}" if seed is not None else "training seed unset (the train profile's seeds)"
     warm = (report["config"].get("warmup") or {}).get("seed", 0)
     if report.get("arm", "trained") == "control":
-        return (f"**Arm: control** ({seeds}; warm-up seed {warm}): the model called *trained* below is the "
-                "control, the base fine-tuned with SFT on the training instances' programs (no GRPO, no "
-                "COBALT reward).")  # fmt: skip
+        return (
+            f"**Arm: control** ({seeds}; warm-up seed {warm}): the model called *trained* below is the "
+            "control, the base fine-tuned with SFT on the training instances' programs (no GRPO, no "
+            "COBALT reward)."
+        )
     return f"**Arm: trained** ({seeds}; warm-up seed {warm}): the base trained with COBALT's GRPO."
 
 
@@ -406,8 +421,10 @@ def family_section(evaluation: dict) -> list[str]:
     lines = []
     for r in rows:
         mark = " (all)" if r["base"][0] == 100 else " (none)" if r["base"][0] == 0 else ""
-        lines.append(f"| {r['family']}{mark} | {r['problems']} | {r['base'][0]:.0f} | {r['base'][last]:.0f} "
-                     f"| {r['trained'][0]:.0f} | {r['trained'][last]:.0f} |")  # fmt: skip
+        lines.append(
+            f"| {r['family']}{mark} | {r['problems']} | {r['base'][0]:.0f} | {r['base'][last]:.0f} "
+            f"| {r['trained'][0]:.0f} | {r['trained'][last]:.0f} |"
+        )
     return [
         f"## Pass@1 per family on {evaluation['comparison']['problem_set']} problems (hidden tests, %)",
         "",
@@ -450,8 +467,11 @@ def training(report: dict, control: dict | None = None) -> list[str]:
             f"seed {control.get('seed', 0)}, loss {control['first_loss']} → {control['last_loss']}. No GRPO ran.",
             "",
         ]
-    figure = ["![Training curves](training.png)", ""] if report["training_figure"] else [
-        f"No training metrics: veRL's file logger wrote no `{rundir.GRPO_METRICS}` in this run.", ""]  # fmt: skip
+    figure = (
+        ["![Training curves](training.png)", ""]
+        if report["training_figure"]
+        else [f"No training metrics: veRL's file logger wrote no `{rundir.GRPO_METRICS}` in this run.", ""]
+    )
     return [
         "## GRPO training",
         "",

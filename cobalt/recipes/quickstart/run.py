@@ -105,10 +105,24 @@ def procedural_problems(run: Run) -> dict[str, Path]:
     families (disjoint by seed, statement and tests) and instances of the held-out families."""
     files, p = procedural_files(run), run.cfg.procedural
     # --overwrite: the run's own files; a build interrupted between two files is redone whole
-    cmd = [sys.executable, "-m", "cobalt.data.procedural", "--out", run.root / rundir.PROCEDURAL,
-           "--train", run.cfg.train_problems, "--dev", p.get("dev", 0), "--heldout", run.cfg.heldout_problems,
-           "--heldout_families", p.get("heldout_families", 0), "--seed", p.get("seed", 0),
-           "--overwrite"]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "cobalt.data.procedural",
+        "--out",
+        run.root / rundir.PROCEDURAL,
+        "--train",
+        run.cfg.train_problems,
+        "--dev",
+        p.get("dev", 0),
+        "--heldout",
+        run.cfg.heldout_problems,
+        "--heldout_families",
+        p.get("heldout_families", 0),
+        "--seed",
+        p.get("seed", 0),
+        "--overwrite",
+    ]
     run.stage(
         "procedural problems",
         lambda: all(f.exists() for f in files.values()),
@@ -148,7 +162,7 @@ def split_problems(run: Run) -> tuple[Path, Path]:
 
 def train_eval_subset(run: Run, train: Path) -> Path | None:
     """The first ``train_eval_problems`` training problems, on which base and trained are also
-    evaluated: whether the policy learned what it trained on (issue 18), at a fraction of the
+    evaluated: whether the policy learned what it trained on, at a fraction of the
     cost of evaluating every training problem. None when the profile asks for none."""
     n = run.cfg.train_eval_problems
     if not n:
@@ -188,9 +202,25 @@ def warm_up(run: Run, base: Path, train: Path) -> Path:
     # the warm-up is the base model's: its seed is warmup.seed (0 by default), never the training seed,
     # so every arm and training seed starts from the same base (docs/preregistration.md)
     seed = ["--seed", w["seed"]] if "seed" in w else []
-    cmd = [sys.executable, "-m", "cobalt.train.sft", "--model", base, "--problems", problems, *solutions,
-           "--out", out, "--epochs", w.get("epochs", 2), "--lr", w.get("lr", 1e-4),
-           "--batch_size", w.get("batch_size", 4), *seed]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "cobalt.train.sft",
+        "--model",
+        base,
+        "--problems",
+        problems,
+        *solutions,
+        "--out",
+        out,
+        "--epochs",
+        w.get("epochs", 2),
+        "--lr",
+        w.get("lr", 1e-4),
+        "--batch_size",
+        w.get("batch_size", 4),
+        *seed,
+    ]
     run.stage(
         "SFT warm-up", lambda: (out / rundir.WARM_UP_RECORD).exists(), lambda: run.command("warmup", cmd)
     )
@@ -279,7 +309,7 @@ def bandit_data(run: Run, trajectories: Path, tokenizer: Path) -> Path:
 
 def seed_overrides(cfg: QuickstartConfig) -> list[str]:
     """veRL's data shuffle and rollout sampling seeds from ``train_seed``; none when it is unset
-    (the train profile's seeds, as before the setting existed)."""
+    (the train profile's seeds)."""
     if cfg.train_seed is None:
         return []
     return [override("data.seed", cfg.train_seed), override("actor_rollout_ref.rollout.seed", cfg.train_seed)]
@@ -295,9 +325,26 @@ def control_sft_command(run: Run, model: Path, train: Path) -> list:
     and the reference programs are one set), without COBALT's reward, seeded by ``train_seed``."""
     c = run.cfg.control
     seed = 0 if run.cfg.train_seed is None else run.cfg.train_seed  # cobalt.train.sft's default
-    return [sys.executable, "-m", "cobalt.train.sft", "--model", model, "--problems", train,
-            *solution_flags(run), "--out", control_model_dir(run), "--epochs", c.get("epochs", 1),
-            "--lr", c.get("lr", 1e-4), "--batch_size", c.get("batch_size", 4), "--seed", seed]  # fmt: skip
+    return [
+        sys.executable,
+        "-m",
+        "cobalt.train.sft",
+        "--model",
+        model,
+        "--problems",
+        train,
+        *solution_flags(run),
+        "--out",
+        control_model_dir(run),
+        "--epochs",
+        c.get("epochs", 1),
+        "--lr",
+        c.get("lr", 1e-4),
+        "--batch_size",
+        c.get("batch_size", 4),
+        "--seed",
+        seed,
+    ]
 
 
 def control_sft(run: Run, model: Path, train: Path) -> Path:
@@ -313,11 +360,8 @@ def check_arm(run: Run) -> None:
     """A run directory belongs to one arm and training seed: resuming it with another would mix
     their stages (a GRPO checkpoint of one seed evaluated as another's)."""
     mine = {"arm": run.cfg.arm, "train_seed": run.cfg.train_seed}
-    path, theirs = run.root / rundir.ARM, None
-    if path.exists():
-        theirs = json.loads(path.read_text())
-    elif run.state_path.exists():  # a run started before arm.json: trained, the train profile's seeds
-        theirs = {"arm": "trained", "train_seed": None}
+    path = run.root / rundir.ARM
+    theirs = json.loads(path.read_text()) if path.exists() else None
     if theirs is not None and theirs != mine:
         raise ValueError(
             f"{path}: this run directory is arm {theirs['arm']!r} with train_seed {theirs['train_seed']}, "
@@ -570,8 +614,10 @@ def dry_run_plan(cfg: QuickstartConfig) -> dict:
     from cobalt.train.profile import load_profile
 
     overrides = load_profile(cfg.train_profile).overrides
-    grpo = {k: overrides.get(k) for k in ("data.train_batch_size", "actor_rollout_ref.rollout.n",
-                                          "actor_rollout_ref.actor.optim.lr")}  # fmt: skip
+    grpo = {
+        k: overrides.get(k)
+        for k in ("data.train_batch_size", "actor_rollout_ref.rollout.n", "actor_rollout_ref.actor.optim.lr")
+    }
     return {"settings": dataclasses.asdict(cfg), "grpo_profile": grpo, "training": training_plan(cfg)}
 
 
@@ -580,8 +626,12 @@ def training_plan(cfg: QuickstartConfig) -> dict:
     given, or the control's SFT command (its paths relative to a run directory)."""
     warm_up_seed = cfg.warmup.get("seed", 0)
     if cfg.arm == "trained":
-        return {"arm": "trained", "train_seed": cfg.train_seed, "warm_up_seed": warm_up_seed,
-                "grpo_seed_overrides": seed_overrides(cfg)}  # fmt: skip
+        return {
+            "arm": "trained",
+            "train_seed": cfg.train_seed,
+            "warm_up_seed": warm_up_seed,
+            "grpo_seed_overrides": seed_overrides(cfg),
+        }
     run = Run(Path("RUN_DIR"), cfg, "dry-run")  # paths only: nothing is read or written there
     train = (
         procedural_files(run)["train"]
