@@ -96,17 +96,8 @@ def reproduce(cwd: Path, *args: str, env: dict | None = None) -> subprocess.Comp
     base = {
         k: v for k, v in os.environ.items() if not k.startswith(("RAY_", "CUDA_VISIBLE", "COBALT_PROFILE"))
     }
-    cmd = [
-        "bash",
-        str(ROOT / "scripts/reproduce_paper.sh"),
-        "--profile",
-        "multi_turn_qwen3_8b",
-        "--taco",
-        "taco.jsonl",
-        "--lcb",
-        "lcb.jsonl",
-        *args,
-    ]
+    paper = ["--profile", "multi_turn_qwen3_8b", "--taco", "taco.jsonl", "--lcb", "lcb.jsonl"]
+    cmd = ["bash", str(ROOT / "scripts/reproduce_paper.sh"), *paper, *args]
     return subprocess.run(
         cmd, cwd=cwd, env={**base, **(env or {})}, capture_output=True, text=True, timeout=300
     )

@@ -56,6 +56,12 @@ def run(
     return subprocess.run(words, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
 
 
+def rehearsal_argv(tmp_path: Path, run_dir: Path) -> list[str]:
+    """The rehearsal's command line on tmp_path's taco.jsonl and test6.jsonl."""
+    files = ["--taco", str(tmp_path / "taco.jsonl"), "--lcb", str(tmp_path / "test6.jsonl")]
+    return ["--rehearse", "--profile", "multi_turn_qwen3_8b", *files, "--run_dir", str(run_dir)]
+
+
 def test_every_command_of_the_guide_is_one_these_tests_run():
     commands = documented_commands()
     kinds = [classify(c) for c in commands]
@@ -376,17 +382,7 @@ def test_livecodebench_statements_as_shipped_in_raw_taco_stop_the_rehearsal_befo
     planted = plant_lcb_copies(tmp_path)
     run_dir = tmp_path / "run"
     monkeypatch.setattr(reproduce, "base_model", lambda run, inputs: 1 / 0)  # past the stages
-    argv = [
-        "--rehearse",
-        "--profile",
-        "multi_turn_qwen3_8b",
-        "--taco",
-        str(tmp_path / "taco.jsonl"),
-        "--lcb",
-        str(tmp_path / "test6.jsonl"),
-        "--run_dir",
-        str(run_dir),
-    ]
+    argv = rehearsal_argv(tmp_path, str(run_dir))
     assert reproduce.main(argv) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error: 3 training problem(s) of "), err
@@ -426,17 +422,7 @@ def test_a_problem_set_the_filters_emptied_stops_the_run_after_the_problems(
     lcb_file(tmp_path / "test6.jsonl", limit=2, start=20)
     reached = []
     monkeypatch.setattr(reproduce, "base_model", lambda run, inputs: reached.append(1) or 1 / 0)
-    argv = [
-        "--rehearse",
-        "--profile",
-        "multi_turn_qwen3_8b",
-        "--taco",
-        str(tmp_path / "taco.jsonl"),
-        "--lcb",
-        str(tmp_path / "test6.jsonl"),
-        "--run_dir",
-        str(tmp_path / "run"),
-    ]
+    argv = rehearsal_argv(tmp_path, str(tmp_path / "run"))
     assert reproduce.main(argv) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and expected in err[0], err

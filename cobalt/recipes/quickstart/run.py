@@ -202,25 +202,7 @@ def warm_up(run: Run, base: Path, train: Path) -> Path:
     # the warm-up is the base model's: its seed is warmup.seed (0 by default), never the training seed,
     # so every arm and training seed starts from the same base (docs/preregistration.md)
     seed = ["--seed", w["seed"]] if "seed" in w else []
-    cmd = [
-        sys.executable,
-        "-m",
-        "cobalt.train.sft",
-        "--model",
-        base,
-        "--problems",
-        problems,
-        *solutions,
-        "--out",
-        out,
-        "--epochs",
-        w.get("epochs", 2),
-        "--lr",
-        w.get("lr", 1e-4),
-        "--batch_size",
-        w.get("batch_size", 4),
-        *seed,
-    ]
+    cmd = sft_command(base, problems, solutions, out, w, epochs=2, seed=seed)
     run.stage(
         "SFT warm-up", lambda: (out / rundir.WARM_UP_RECORD).exists(), lambda: run.command("warmup", cmd)
     )
@@ -325,25 +307,21 @@ def control_sft_command(run: Run, model: Path, train: Path) -> list:
     and the reference programs are one set), without COBALT's reward, seeded by ``train_seed``."""
     c = run.cfg.control
     seed = 0 if run.cfg.train_seed is None else run.cfg.train_seed  # cobalt.train.sft's default
+    return sft_command(
+        model, train, solution_flags(run), control_model_dir(run), c, epochs=1, seed=["--seed", seed]
+    )
+
+
+def sft_command(
+    model: Path, problems: Path, solutions: list, out: Path, settings: dict, epochs: float, seed: list
+):
+    """``cobalt.train.sft`` of ``model`` on ``problems``' solutions with ``settings`` (epochs, lr,
+    batch_size; ``epochs`` is this use's default)."""
     return [
-        sys.executable,
-        "-m",
-        "cobalt.train.sft",
-        "--model",
-        model,
-        "--problems",
-        train,
-        *solution_flags(run),
-        "--out",
-        control_model_dir(run),
-        "--epochs",
-        c.get("epochs", 1),
-        "--lr",
-        c.get("lr", 1e-4),
-        "--batch_size",
-        c.get("batch_size", 4),
-        "--seed",
-        seed,
+        *steps.python("cobalt.train.sft"),
+        *("--model", model, "--problems", problems, *solutions, "--out", out),
+        *("--epochs", settings.get("epochs", epochs), "--lr", settings.get("lr", 1e-4)),
+        *("--batch_size", settings.get("batch_size", 4), *seed),
     ]
 
 
