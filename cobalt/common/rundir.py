@@ -37,7 +37,11 @@ TRAIN_EVAL_PROBLEMS = "data/train_eval_problems.jsonl"
 WARM_UP_SUBSET = "data/warm_up_subset.jsonl"
 WARM_UP_STAND_INS = "data/warm_up_problems.jsonl"  # LiveCodeBench's stand-ins: the embedded problems
 ALL_TRAJECTORIES = "data/trajectories_all.jsonl"
-OFFLINE_TRAJECTORIES = "trajectories_offline/eval.jsonl"
+OFFLINE = "trajectories_offline"  # made without a model (procedural problems)
+OFFLINE_TRAJECTORIES = f"{OFFLINE}/eval.jsonl"
+TACO = "data/taco"  # the paper's chain: TACO-verified's train and dev records
+LCB = "data/lcb_test6.jsonl"
+BANDIT_VALIDATION = "data/bandit_validation.jsonl"
 OVERLAP = "data/overlap.json"
 SETTING = "data/setting.json"  # what the paper's report compares with the paper's setting
 
@@ -50,6 +54,35 @@ def evaluated(tag: str) -> str:
 def chain_file(tag: str, step: str) -> str:
     """A self-debugging chain's ``single`` or ``multi`` turn answers."""
     return f"{tag}/{step}.jsonl"
+
+
+def log(command: str) -> str:
+    """A stage command's output."""
+    return f"{LOGS}/{command}.log"
+
+
+def converted(name: str, shape: str) -> str:
+    """A raw TACO (a directory) or LiveCodeBench (a file) problem file converted to problem records."""
+    return f"data/{name}_taco" if shape == "taco" else f"data/{name}_lcb.jsonl"
+
+
+def perturbed(split: str) -> str:
+    """A problem set with perturbed public tests (the paper's chain)."""
+    return f"data/taco_{split}_perturbed.jsonl"
+
+
+def bandit_prompts(tag: str) -> str:
+    """Bandit prompts cut from trajectories ``tag`` (the quickstart's: ``train``)."""
+    return f"data/bandit_{tag}.jsonl"
+
+
+def verl_data(tag: str | None = None) -> str:
+    """veRL's train and test parquet (of bandit prompts ``tag``; the quickstart's: none)."""
+    return "data/verl" + (f"_{tag}" if tag else "")
+
+
+def figure(name: str) -> str:
+    return f"{REPORT_DIR}/{name}"
 
 
 def trained_model(grpo_steps: int) -> str:

@@ -101,7 +101,7 @@ class Run:
 
     def command(self, name: str, args: list, env: dict | None = None) -> None:
         """Run one of the project's command lines, its output in ``logs/<name>.log``."""
-        log_path = self.path(f"logs/{name}.log")
+        log_path = self.path(rundir.log(name))
         printable = " ".join(str(a) for a in args)
         with self._lock:
             self.state.setdefault("commands", {})[name] = printable

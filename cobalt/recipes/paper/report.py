@@ -29,7 +29,7 @@ def evaluation(run, suffix: str, base: dict, trained: dict) -> dict | None:
     if not (base_file and trained_file):
         return None
     comparison = compare(base_file, trained_file, problem_set=title)
-    plot_comparison(comparison, run.root / f"report/{key}.png")
+    plot_comparison(comparison, run.root / rundir.figure(f"{key}.png"))
     return {
         "title": title,
         "figure": f"{key}.png",
@@ -110,7 +110,7 @@ def overlap_lines(root: Path) -> list[str]:
 def rehearsal_lines(root: Path) -> list[str]:
     """What the rehearsal's GRPO step left out of the chain's prompts (the longest, where the
     rehearsal's prompt length holds too few) and the prompt length it took, from its log."""
-    log = root / "logs/grpo.log"
+    log = root / rundir.log("grpo")
     if not log.exists():
         return []
     marks = ("rehearsal prompts: ", "rehearsal prompt length set from the data: ")

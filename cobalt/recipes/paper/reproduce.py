@@ -94,8 +94,8 @@ def problems(run: Run, inputs: Inputs) -> dict[str, Path]:
     """TACO-verified → train / dev records, LiveCodeBench → records, and the perturbed twins of
     train (trajectories with wrong feedback) and dev (the paper's TACO-dev evaluation). The
     authors' processed train file with their dev file (``--taco_dev``) is used as given."""
-    cfg, data = run.cfg, run.root / "data"
-    taco_dir = data / "taco"
+    cfg = run.cfg
+    taco_dir = run.root / rundir.TACO
     taco = {
         "train": taco_dir / "taco_verified_filtered_train.jsonl",
         "dev": taco_dir / "taco_verified_filtered_dev.jsonl",
@@ -117,7 +117,7 @@ def problems(run: Run, inputs: Inputs) -> dict[str, Path]:
         steps.taco_to_problems(
             run, "TACO-verified → problems", "taco", inputs.taco, taco_dir, cfg.taco_dev_ratio
         )
-    lcb = steps.lcb_to_problems(run, "LiveCodeBench → problems", "lcb", inputs.lcb, data / "lcb_test6.jsonl")
+    lcb = steps.lcb_to_problems(run, "LiveCodeBench → problems", "lcb", inputs.lcb, run.root / rundir.LCB)
     files = {"train": taco["train"], "lcb": lcb} | (
         {} if released and inputs.taco_dev else {"dev": taco["dev"]}
     )
@@ -134,7 +134,7 @@ def perturbed(run: Run, files: dict[str, Path], names: tuple[str, ...]) -> dict[
     """``run_perturbation.py`` on each named problem file: ``{name}_perturbed`` → its output."""
     out_files = {}
     for name in names:
-        out = run.root / f"data/taco_{name}_perturbed.jsonl"
+        out = run.root / rundir.perturbed(name)
         run.stage(
             f"perturbed public tests ({name})",
             out.exists,
@@ -305,7 +305,7 @@ def given_trajectories(run: Run, path: Path, tag: str = "trajectories") -> Path:
     first = next(iter(read_jsonl(path)), {})
     if "all_pass_rates" in first:
         return path
-    out = run.root / f"{tag}/eval.jsonl"
+    out = run.root / rundir.evaluated(tag)
     what = "given trajectories" + ("" if tag == "trajectories" else " (perturbed)")
     run.stage(
         f"{what}: hidden tests",
@@ -317,7 +317,7 @@ def given_trajectories(run: Run, path: Path, tag: str = "trajectories") -> Path:
                 "-i",
                 path,
                 "-o",
-                run.path(f"{tag}/eval.jsonl"),
+                run.path(rundir.evaluated(tag)),
                 "--address",
                 run.address,
             ],
@@ -353,9 +353,8 @@ def training_data(
     prompts (``--is_test``) come from ``validation_trajectories``, the base model's evaluated
     trajectories on TACO-dev, problems never trained on (the authors cut theirs from the
     validation set's trajectories the same way)."""
-    data = run.root / "data"
     if single_turn(inputs.profile):
-        out = data / "verl_single_turn"
+        out = run.root / rundir.verl_data("single_turn")
         run.stage(
             "veRL parquet (turn-0 prompts)",
             lambda: (out / "train.parquet").exists(),
@@ -383,14 +382,14 @@ def training_data(
         "bandit prompts (validation)",
         "bandit_validation",
         validation_trajectories,
-        data / "bandit_validation.jsonl",
+        run.root / rundir.BANDIT_VALIDATION,
         tokenizer,
         "--is_test",
     )
     parquet = {tag: verl_parquet(run, tag, path, validation) for tag, path in prompts.items()}
     if "trajectories_perturbed" not in parquet:
         return parquet["trajectories"]
-    mixed = data / "verl_mixed/train.parquet"
+    mixed = run.root / rundir.verl_data("mixed") / "train.parquet"
     run.stage(
         "perturbed rows mixed in",
         mixed.exists,
@@ -413,7 +412,7 @@ def training_data(
 
 
 def bandit_prompts(run: Run, tag: str, source: Path, tokenizer: str) -> Path:
-    out = run.root / f"data/bandit_{tag}.jsonl"
+    out = run.root / rundir.bandit_prompts(tag)
     flags = ("--num_turns", run.cfg.bandit_turns)
     return steps.bandit_prompts(
         run, f"bandit prompts ({tag})", f"bandit_{tag}", source, out, tokenizer, *flags
@@ -421,7 +420,7 @@ def bandit_prompts(run: Run, tag: str, source: Path, tokenizer: str) -> Path:
 
 
 def verl_parquet(run: Run, tag: str, prompts: Path, validation: Path) -> Path:
-    out = run.root / f"data/verl_{tag}"
+    out = run.root / rundir.verl_data(tag)
     return (
         steps.verl_parquet(run, f"veRL parquet ({tag})", f"parquet_{tag}", prompts, validation, out)
         / "train.parquet"
@@ -433,7 +432,7 @@ def grpo(run: Run, train_file: Path, model: str) -> Path:
     """GRPO with the profile on the chain's cluster."""
     val_file = train_file.parent / "test.parquet"
     if not val_file.exists():  # the mixed set validates on the unperturbed prompts' validation file
-        val_file = run.root / "data/verl_trajectories/test.parquet"
+        val_file = run.root / rundir.verl_data("trajectories") / "test.parquet"
     checkpoints = run.root / rundir.CHECKPOINTS
     return steps.grpo(
         run, grpo_command(run.cfg, run.profile, run.address, checkpoints, train_file, val_file, model)

@@ -35,7 +35,12 @@ AFTER_THE_BASE = frozenset(
     }
 )
 
-BASE_DIRS = ("models/smollm2", "models/warm", "data", "trajectories_offline")  # and the base's chain dirs
+BASE_DIRS = (
+    rundir.MODELS_SMOLLM2,
+    rundir.MODELS_WARM,
+    rundir.DATA,
+    rundir.OFFLINE,
+)  # and the base's chain dirs
 
 
 def base_settings(cfg) -> dict:

@@ -118,7 +118,7 @@ def evaluations(run: RunRecord) -> dict:
             problem_set = "dev"  # a tuning run evaluates the dev split in the held-out set's place
         base_file, trained_file = run.files[base], run.files[trained]
         comparison = compare(base_file, trained_file, seed=run.config.get("seed", 0), problem_set=problem_set)
-        plot_comparison(comparison, run.root / "report" / figure)
+        plot_comparison(comparison, run.root / rundir.figure(figure))
         families = per_family(base_file, trained_file)
         rows = per_instance(base_file, trained_file, novelty_of(run, key, problem_set))
         by_novelty = novelty_comparisons(rows, seed=run.config.get("seed", 0), problem_set=problem_set)
@@ -141,7 +141,7 @@ def novelty_of(run: RunRecord, key: str, problem_set: str) -> dict[str, str]:
     """``{id: unseen | seen_sft | seen_grpo}`` of the evaluated in-family instances of a run of
     procedural problems (:mod:`cobalt.data.novelty`); empty for anything else."""
     split = NOVELTY_SPLITS.get(problem_set) if key == "heldout" else None
-    if split is None or not (run.root / "data/procedural/solutions.jsonl").exists():
+    if split is None or not (run.root / rundir.PROCEDURAL / "solutions.jsonl").exists():
         return {}
     return run_novelty(run.root).get(split, {})
 
@@ -197,7 +197,7 @@ def per_family(base_file: Path, trained_file: Path) -> list[dict] | None:
 
 def build(run: RunRecord) -> dict:
     """report.json's content; draws the figures into ``report/``."""
-    files, out = run.files, run.root / "report"
+    files, out = run.files, run.root / rundir.REPORT_DIR
     evaluated = evaluations(run)
     metrics = run.root / rundir.GRPO_METRICS
     steps = grpo_steps(metrics)

@@ -86,9 +86,11 @@ def convert_problems(run: Run, source: str, shape: str, name: str = "problems") 
     does; its train/dev split is left to the caller (``--dev_ratio 0``)."""
     stage, command = f"{name}: {shape} file to problem records", f"{name}_preproc"
     if shape == "taco":
-        out_dir = steps.taco_to_problems(run, stage, command, source, run.root / f"data/{name}_taco", 0)
+        out_dir = steps.taco_to_problems(
+            run, stage, command, source, run.root / rundir.converted(name, shape), 0
+        )
         return out_dir / "taco_verified_filtered.jsonl"
-    return steps.lcb_to_problems(run, stage, command, source, run.root / f"data/{name}_lcb.jsonl")
+    return steps.lcb_to_problems(run, stage, command, source, run.root / rundir.converted(name, shape))
 
 
 def procedural_files(run: Run) -> dict[str, Path]:
@@ -284,9 +286,9 @@ def bandit_data(run: Run, trajectories: Path, tokenizer: Path) -> Path:
     """Bandit prompts and their veRL parquet. veRL needs validation files; validation is off
     (test_freq -1): held-out problems are evaluated by the quickstart itself, never trained on."""
     prompts = steps.bandit_prompts(
-        run, "bandit prompts", "bandit", trajectories, run.root / "data/bandit_train.jsonl", tokenizer
+        run, "bandit prompts", "bandit", trajectories, run.root / rundir.bandit_prompts("train"), tokenizer
     )
-    return steps.verl_parquet(run, "veRL parquet", "parquet", prompts, prompts, run.root / "data/verl")
+    return steps.verl_parquet(run, "veRL parquet", "parquet", prompts, prompts, run.root / rundir.verl_data())
 
 
 def seed_overrides(cfg: QuickstartConfig) -> list[str]:
@@ -459,7 +461,7 @@ def run_pipeline(run: Run, do: Steps = Steps()) -> Path:
         "train": base.train,
         "heldout": base.heldout,
         "trajectories": trajectories,
-        "bandit": run.root / "data/bandit_train.jsonl",
+        "bandit": run.root / rundir.bandit_prompts("train"),
         "parquet": parquet_dir,
     }
     for suffix, key in (("", "eval"), ("_train", "train_eval"), ("_families", "families_eval")):
@@ -612,9 +614,7 @@ def training_plan(cfg: QuickstartConfig) -> dict:
         }
     run = Run(Path("RUN_DIR"), cfg, "dry-run")  # paths only: nothing is read or written there
     train = (
-        procedural_files(run)["train"]
-        if cfg.problems == "procedural"
-        else run.root / "data/train_problems.jsonl"
+        procedural_files(run)["train"] if cfg.problems == "procedural" else run.root / rundir.TRAIN_PROBLEMS
     )
     command = control_sft_command(run, run.root / "models/warm", train)
     return {
