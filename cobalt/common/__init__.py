@@ -1,0 +1,1 @@
+"""Leaf utilities: nothing here imports the rest of the package."""
