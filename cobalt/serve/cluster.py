@@ -637,7 +637,6 @@ def export_lines(env: dict[str, str]) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m cobalt.serve.cluster start|stop``: a local multi-node cluster on loopback."""
-
     from cobalt.common.cli import ArgumentParser
 
     parser = ArgumentParser(
