@@ -5,27 +5,28 @@
 Why ``configs/engine.yaml`` sets ``max_num_seqs`` and ``dtype: cpu_auto``: the overlapped
 multi-turn scheme beats the reference's only by decoding more sequences per step, so what matters
 is how tokens per second grow with the batch on this machine, in each dtype. Every sequence
-decodes exactly ``--max_tokens`` tokens (EOS ignored). Baseline: batch 8, the reference scheme's.
+decodes exactly ``--max-tokens`` tokens (EOS ignored). Baseline: batch 8, the reference scheme's.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import tempfile
 import time
 from pathlib import Path
 
+from cobalt.common.cli import ArgumentParser
+
 
 def main(argv=None) -> list[dict]:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--model", default=None, help="model directory (default: SmolLM2 exported to a temp dir)")
     p.add_argument(
         "--dtype", default="cpu_auto", help="float32, bfloat16, or cpu_auto (as configs/engine.yaml)"
     )
     p.add_argument("--batches", default="8,32,64,128", help="comma-separated sequence counts")
-    p.add_argument("--max_tokens", type=int, default=128)
+    p.add_argument("--max-tokens", type=int, default=128)
     args = p.parse_args(argv)
     batches = [int(b) for b in args.batches.split(",")]
 

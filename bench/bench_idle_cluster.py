@@ -21,6 +21,9 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from cobalt.common.cli import ArgumentParser
+
 os.environ.setdefault("RAY_AUTH_MODE", "token")  # before anything imports ray
 
 
@@ -38,9 +41,7 @@ def busy_percent(seconds: float) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seconds", type=float, default=60, help="measuring window per stage")
     parser.add_argument("--settle", type=float, default=20, help="wait after each start-up")
     args = parser.parse_args(argv)

@@ -22,6 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench_sandbox import APPS_SAMPLES, apps_workload
 
+from cobalt.common.cli import ArgumentParser
 from cobalt.data.embedded import PROBLEM_SETS, load_problems
 from cobalt.sandbox import default_config, evaluate
 
@@ -51,9 +52,7 @@ def all_pass(workload, cfg) -> list[bool]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--apps", type=Path, default=APPS_SAMPLES, help="APPS problems (skipped if absent)")
     args = parser.parse_args()
     workloads = {"embedded": embedded_workload()}

@@ -30,6 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench_sandbox import APPS_SAMPLES, apps_workload
 
+from cobalt.common.cli import ArgumentParser
 from cobalt.data.embedded import all_tests, load_problems
 from cobalt.sandbox.config import default_config
 from cobalt.sandbox.evaluation import REQUEST_OUTCOMES, evaluate
@@ -94,9 +95,7 @@ def busy_processes(count: int) -> list[subprocess.Popen]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--load", type=int, default=4, help="busy processes per core in the loaded run")
     parser.add_argument("--workers", type=int, default=2, help="requests evaluated at once")
     parser.add_argument(

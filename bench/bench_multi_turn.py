@@ -17,13 +17,14 @@ each, and the speed-up against the goal of 2x.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import random
 import tempfile
 import time
 from pathlib import Path
+
+from cobalt.common.cli import ArgumentParser
 
 
 async def reference_problem(record, model, executor, sampling, turns, public_field, rng):
@@ -71,12 +72,12 @@ async def time_scheme(name, records, model, executor, run_one, concurrency) -> d
 
 
 def main(argv=None) -> dict:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--model", default=None, help="model directory (default: SmolLM2 exported to a temp dir)")
     p.add_argument("--problems", type=int, default=16)
     p.add_argument("--samples", type=int, default=4, help="conversations per problem")
     p.add_argument("--turns", type=int, default=2)
-    p.add_argument("--max_tokens", type=int, default=160)
+    p.add_argument("--max-tokens", type=int, default=160)
     p.add_argument(
         "--concurrency",
         type=int,

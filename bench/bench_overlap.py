@@ -12,13 +12,13 @@ same check with whole statements and test sets only (no 13-gram rule), on the sa
 
 from __future__ import annotations
 
-import argparse
 import json
 import random
 import tempfile
 import time
 from pathlib import Path
 
+from cobalt.common.cli import ArgumentParser
 from cobalt.data import overlap
 from cobalt.data.embedded.problems import encode_private_tests
 
@@ -69,7 +69,7 @@ def write_files(out: Path, n_train: int, n_eval: int, words: int, seed: int = 0)
 
 
 def main(argv=None) -> dict:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--train", type=int, default=10_000, help="TACO-verified problems (train and dev)")
     p.add_argument("--eval", type=int, default=1_000, help="LiveCodeBench problems")
     p.add_argument("--words", type=int, default=300, help="words per statement")

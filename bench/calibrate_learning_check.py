@@ -15,7 +15,6 @@ run. One pair of runs takes about 20 minutes on 2 cores.
 
 from __future__ import annotations
 
-import argparse
 import os
 import shutil
 import statistics
@@ -26,6 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from cobalt.common.cli import ArgumentParser  # noqa: E402
 from cobalt.train.learning_check import Criteria, judge, read_metrics, read_rollouts  # noqa: E402
 
 KINDS = {"learn": [], "null": ["actor_rollout_ref.actor.optim.lr=0"]}
@@ -93,7 +93,7 @@ def summary(out: Path, seeds: list[int], criteria: Criteria) -> str:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--out", required=True, type=Path, help="directory of the runs (kept; resumed)")
     p.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3, 4, 5])
     p.add_argument("--summary-only", action="store_true", help="summarize the runs already in --out")

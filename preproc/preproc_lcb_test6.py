@@ -9,22 +9,21 @@ from cobalt.common.venv import use_project_python
 
 use_project_python()
 
-import argparse
-
 from tqdm import tqdm
 
 from cobalt.common.argtypes import non_negative_int
+from cobalt.common.cli import ArgumentParser
 from cobalt.common.jsonl import write_jsonl
 from cobalt.data import cli, livecodebench
 from cobalt.data.sources import iter_local
 
 
 def parse_args():
-    p = argparse.ArgumentParser(description=__doc__)
-    p.add_argument("--input_file", default="test6.jsonl", help="LiveCodeBench test6.jsonl (local)")
-    p.add_argument("--output_file", default="data/lcb_v6.jsonl")
+    p = ArgumentParser(description=__doc__)
+    p.add_argument("--input-file", default="test6.jsonl", help="LiveCodeBench test6.jsonl (local)")
+    p.add_argument("--output-file", default="data/lcb_v6.jsonl")
     p.add_argument(
-        "--max_hidden",
+        "--max-hidden",
         type=non_negative_int,
         default=livecodebench.MAX_HIDDEN,
         help="over this many hidden tests keep the 4 shortest and 16 longest (0: keep all)",

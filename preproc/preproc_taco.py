@@ -9,10 +9,10 @@ from cobalt.common.venv import use_project_python
 
 use_project_python()
 
-import argparse
 import os
 
 from cobalt.common.argtypes import fraction, non_negative_int
+from cobalt.common.cli import ArgumentParser
 from cobalt.common.jsonl import write_jsonl
 from cobalt.data import cli, taco
 from cobalt.data.sources import iter_records
@@ -25,24 +25,22 @@ OUTPUT_NAMES = {
 
 
 def parse_args():
-    p = argparse.ArgumentParser(description=__doc__)
+    p = ArgumentParser(description=__doc__)
     p.add_argument(
-        "--input_file",
+        "--input-file",
         default="likaixin/TACO-verified",
         help="a local file (taco_verified.json as it ships, a JSON array; or JSONL, parquet), or a dataset name on the hub (needs network)",
     )
     p.add_argument("--split", default="train", help="hub split to read")
-    p.add_argument("--output_dir", default="data", help="where the three JSONL files are written")
+    p.add_argument("--output-dir", default="data", help="where the three JSONL files are written")
     p.add_argument(
         "--drop-unsolved",
-        "--drop_unsolved",
-        dest="drop_unsolved",
         action="store_true",
         help="drop problems that no reference solution passes (the reference keeps them)",
     )
-    p.add_argument("--dev_ratio", type=fraction, default=0.1, help="fraction of problems for dev")
+    p.add_argument("--dev-ratio", type=fraction, default=0.1, help="fraction of problems for dev")
     p.add_argument(
-        "--num_public",
+        "--num-public",
         type=non_negative_int,
         default=taco.NUM_PUBLIC,
         help="the first N selected tests become public_test_cases, the rest hidden",

@@ -10,11 +10,10 @@ from cobalt.common.venv import use_project_python
 
 use_project_python()
 
-import argparse
-
 from tqdm import tqdm
 
 from cobalt.common.argtypes import positive_int
+from cobalt.common.cli import ArgumentParser
 from cobalt.common.jsonl import write_jsonl
 from cobalt.data import bandit, cli
 from cobalt.data.tokens import load_tokenizer, prompt_token_counter
@@ -22,40 +21,40 @@ from cobalt.data.trajectories import read_trajectories
 
 
 def parse_args():
-    p = argparse.ArgumentParser(description=__doc__)
+    p = ArgumentParser(description=__doc__)
     p.add_argument(
-        "--input_file",
+        "--input-file",
         "-i",
         required=True,
         help="trajectories with all_pass_rates (multi-turn inference + evaluation)",
     )
-    p.add_argument("--output_file", "-o", required=True)
+    p.add_argument("--output-file", "-o", required=True)
     p.add_argument(
-        "--model_name",
+        "--model-name",
         default="Qwen/Qwen3-8B",
         help="hub name or local directory of the tokenizer used for the length limit",
     )
     p.add_argument(
-        "--is_test",
+        "--is-test",
         action="store_true",
         help="validation data: one lowest-spread conversation per problem, cut to 8 messages",
     )
     p.add_argument("--seed", type=int, default=bandit.SHUFFLE_SEED, help="shuffle seed")
     p.add_argument(
-        "--num_turns",
+        "--num-turns",
         type=positive_int,
         default=bandit.NUM_TURNS,
         help="cuts after 4, 6, ... 2 + 2*num_turns messages",
     )
-    p.add_argument("--max_prompt_tokens", type=positive_int, default=bandit.MAX_PROMPT_TOKENS)
+    p.add_argument("--max-prompt-tokens", type=positive_int, default=bandit.MAX_PROMPT_TOKENS)
     p.add_argument(
-        "--actual_public_count",
+        "--actual-public-count",
         action="store_true",
         help="weight public pass rates by the real number of public tests instead of "
         "the reference's assumed 4 (quirk)",
     )
     p.add_argument(
-        "--strict_subset_size",
+        "--strict-subset-size",
         action="store_true",
         help="with more than 16 candidate conversations consider only the 16 lowest "
         "(the reference's slice can keep more than 4; quirk)",

@@ -9,8 +9,8 @@ from cobalt.common.venv import use_project_python
 
 use_project_python()
 
-import argparse
 
+from cobalt.common.cli import ArgumentParser
 from cobalt.common.jsonl import write_jsonl
 from cobalt.data import cli
 from cobalt.data.perturb import perturb_records
@@ -18,9 +18,9 @@ from cobalt.data.sources import iter_local
 
 
 def parse_args():
-    p = argparse.ArgumentParser(description=__doc__)
-    p.add_argument("--input_file", "-i", required=True, help="problems with public_test_cases")
-    p.add_argument("--output_file", "-o", required=True)
+    p = ArgumentParser(description=__doc__)
+    p.add_argument("--input-file", "-i", required=True, help="problems with public_test_cases")
+    p.add_argument("--output-file", "-o", required=True)
     p.add_argument(
         "--seed", type=int, default=42, help="shuffle seed (the reference does not seed its shuffle)"
     )

@@ -2,7 +2,7 @@
 # COBALT contextual-bandit GRPO on multi-turn trajectories (veRL main_ppo).
 #   bash scripts/train_grpo_multi_turn.sh [--profile multi_turn_qwen3_8b|cpu_smoke|...]
 #        [--address HOST:PORT] [--logger console,tensorboard,wandb] [--rehearse] [hydra overrides...]
-#        [--evaluator_config evaluator_paper] [--num_gpus N] [--dry-run]
+#        [--evaluator-config evaluator_paper] [--num-gpus N] [--dry-run]
 # --rehearse: one step of the profile's ranks and batch arithmetic on CPU (configs/rehearsal.yaml)
 # Profiles: configs/train/*.yaml. Logic: cobalt/train/launch.py. Docs: docs/training.md.
 set -euo pipefail

@@ -152,15 +152,15 @@ def test_lcb_cli_converts_a_local_file(tmp_path):
     [
         (
             ["preproc/preproc_taco.py", "--dev_ratio", "1.5", "--output_dir", "x"],
-            "--dev_ratio: must be between 0 and 1",
+            "--dev-ratio: must be between 0 and 1",
         ),
         (
             ["preproc/preproc_taco.py", "--num_public", "-2", "--output_dir", "x"],
-            "--num_public: must not be negative",
+            "--num-public: must not be negative",
         ),
         (
             ["preproc/process_multi_turn_taco.py", "-i", "a", "-o", "b", "--num_turns", "0"],
-            "--num_turns: must be at least 1",
+            "--num-turns: must be at least 1",
         ),
         (
             ["scripts/run_multi_turn.py", "-i", "a", "-o", "b", "--model", "m", "--turns", "0"],

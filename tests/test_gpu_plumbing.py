@@ -70,12 +70,12 @@ def test_no_gpu_or_a_broken_nvidia_smi_counts_zero_without_raising(no_gpu_hints,
 def test_head_gpus_override_cpu_platform_or_detected(monkeypatch):
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1,2,3")
     assert head_gpus(None, cpu_platform=False, needed=4) == (4, "detected: CUDA_VISIBLE_DEVICES='0,1,2,3'")
-    assert head_gpus(2, cpu_platform=False) == (2, "--num_gpus 2")
+    assert head_gpus(2, cpu_platform=False) == (2, "--num-gpus 2")
     assert head_gpus(None, cpu_platform=True, needed=3) == (3, "CPU platform: fake GPUs, one per FSDP rank")
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
     with pytest.raises(ConfigError, match=r"needs 4 GPUs .* would offer 0"):
         head_gpus(None, cpu_platform=False, needed=4)
-    with pytest.raises(ConfigError, match=r"would offer 2 \(--num_gpus 2\)"):
+    with pytest.raises(ConfigError, match=r"would offer 2 \(--num-gpus 2\)"):
         head_gpus(2, cpu_platform=False, needed=4)
 
 
@@ -104,7 +104,7 @@ def test_inference_private_head_offers_the_detected_gpus(monkeypatch):
     assert seen["num_gpus"] == 2 and "CUDA_VISIBLE_DEVICES" in seen["gpus_why"]
     with runtime.open_runtime(engine=None, evaluator="serve", num_gpus=5):
         pass
-    assert (seen["num_gpus"], seen["gpus_why"]) == (5, "--num_gpus 5")
+    assert (seen["num_gpus"], seen["gpus_why"]) == (5, "--num-gpus 5")
 
 
 def test_inference_joining_a_cluster_starts_no_head(monkeypatch):
@@ -130,7 +130,7 @@ def test_inference_command_lines_take_num_gpus():
             timeout=120,
             check=True,
         ).stdout
-        assert "--num_gpus" in out, script
+        assert "--num-gpus" in out, script
 
 
 # ------------------------------------------------------------------------------------ training
@@ -189,7 +189,7 @@ def test_dry_run_says_what_the_head_offers_and_why():
     )
     assert paper["ray_head"]["error"].startswith("the run needs 4 GPUs")
     paper = json.loads(launch("--profile", "multi_turn_qwen3_8b", "--dry-run", "--num_gpus", "4").stdout)
-    assert paper["ray_head"] == {"num_cpus": os.cpu_count() or 2, "num_gpus": 4, "gpus_why": "--num_gpus 4"}
+    assert paper["ray_head"] == {"num_cpus": os.cpu_count() or 2, "num_gpus": 4, "gpus_why": "--num-gpus 4"}
 
 
 def in_flight(plan: dict) -> str:

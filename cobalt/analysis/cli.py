@@ -8,6 +8,7 @@ import asyncio
 
 from cobalt.analysis.judge import CASE_KEY, judge_file, summarize
 from cobalt.analysis.turn_errors import extract_cases
+from cobalt.common.cli import ArgumentParser
 from cobalt.common.config import load_config
 from cobalt.common.errors import DataError
 from cobalt.common.jsonl import load_jsonl, record_key, write_jsonl
@@ -28,20 +29,20 @@ CASE_FIELDS = (
 
 # --- extraction -----------------------------------------------------------------------------------
 def extract_main(argv=None) -> None:
-    p = argparse.ArgumentParser(
+    p = ArgumentParser(
         description="Turn-level reward-hacking cases of multi-turn runs on perturbed public tests "
         "(reference section 8): one JSONL record per case."
     )
     p.add_argument(
-        "-d", "--data_file", required=True, help="perturbed problems (preproc/run_perturbation.py output)"
+        "-d", "--data-file", required=True, help="perturbed problems (preproc/run_perturbation.py output)"
     )
     p.add_argument(
         "-i",
-        "--input_file",
+        "--input-file",
         required=True,
         help="multi-turn trajectories run on perturbed_public_test_cases (evaluated: all_pass_rates)",
     )
-    p.add_argument("-o", "--output_file", required=True)
+    p.add_argument("-o", "--output-file", required=True)
     data_cli.add_overwrite(p)
     args = p.parse_args(argv)
 
@@ -75,22 +76,22 @@ def load_cases(path: str) -> list[dict]:
 def judge_parser() -> argparse.ArgumentParser:
     settings = load_config("judge")
     sampling = settings["sampling"]
-    p = argparse.ArgumentParser(
+    p = ArgumentParser(
         description="Label reward-hacking cases with an LLM judge (Hard Coding, Logic Overfitting, "
         "Semantic Drifting, Others) and the rule-based hard-coding detector.",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
-    p.add_argument("-i", "--input_file", required=True, help="extract_turn_level_errors.py output")
-    p.add_argument("-o", "--output_file", required=True, help="appended to; a re-run resumes")
+    p.add_argument("-i", "--input-file", required=True, help="extract_turn_level_errors.py output")
+    p.add_argument("-o", "--output-file", required=True, help="appended to; a re-run resumes")
     p.add_argument("--model", required=True, help="a LiteLLM model name, e.g. openai/NAME for a vLLM server")
-    p.add_argument("--api_base", default=None, help="endpoint URL, e.g. http://127.0.0.1:8000/v1")
-    p.add_argument("--api_key", default=None, help="default: the provider's environment variable")
+    p.add_argument("--api-base", default=None, help="endpoint URL, e.g. http://127.0.0.1:8000/v1")
+    p.add_argument("--api-key", default=None, help="default: the provider's environment variable")
     p.add_argument("--temperature", type=float, default=sampling["temperature"])
-    p.add_argument("--top_p", type=float, default=sampling["top_p"])
-    p.add_argument("--max_tokens", type=int, default=sampling["max_tokens"])
+    p.add_argument("--top-p", type=float, default=sampling["top_p"])
+    p.add_argument("--max-tokens", type=int, default=sampling["max_tokens"])
     p.add_argument("--concurrency", type=int, default=settings["concurrency"], help="cases in flight")
-    p.add_argument("--max_retries", type=int, default=settings["max_retries"])
-    p.add_argument("--request_timeout_s", type=float, default=settings["request_timeout_s"])
+    p.add_argument("--max-retries", type=int, default=settings["max_retries"])
+    p.add_argument("--request-timeout-s", type=float, default=settings["request_timeout_s"])
     return p
 
 

@@ -7,6 +7,7 @@ import os
 import sys
 from collections.abc import Callable
 
+from cobalt.common.cli import ArgumentParser
 from cobalt.common.errors import ConfigError, DataError
 
 
@@ -81,10 +82,10 @@ def verl_preproc(description: str, multi_turn: bool) -> None:
     """The two ``preproc/verl_preproc_*.py`` command lines: JSONL → train/test parquet."""
     from cobalt.data.verl_rows import convert
 
-    p = argparse.ArgumentParser(description=description)
-    p.add_argument("--local_dir", required=True, help="the save directory for the parquet files")
-    p.add_argument("--train_data_file", default="data/taco_verified_filtered_train.jsonl")
-    p.add_argument("--val_data_file", default="data/taco_verified_filtered_dev.jsonl")
+    p = ArgumentParser(description=description)
+    p.add_argument("--local-dir", required=True, help="the save directory for the parquet files")
+    p.add_argument("--train-data-file", default="data/taco_verified_filtered_train.jsonl")
+    p.add_argument("--val-data-file", default="data/taco_verified_filtered_dev.jsonl")
     add_overwrite(p)
     args = p.parse_args()
     counts = convert(

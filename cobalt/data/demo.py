@@ -3,8 +3,8 @@
     python -m cobalt.data.demo --out data/demo        # → data/demo/train.parquet, test.parquet
 
 raw (TACO shape) → preprocessed problems (train/dev) → synthetic trajectories on the real
-evaluator → bandit prompts (train: max-variance, dev: ``--is_test``) → veRL parquet. The
-single-turn parquet files are written too (``single_turn/``). Without ``--model_name`` a tiny
+evaluator → bandit prompts (train: max-variance, dev: ``--is-test``) → veRL parquet. The
+single-turn parquet files are written too (``single_turn/``). Without ``--model-name`` a tiny
 offline tokenizer is built for the 10,000-token limit.
 """
 
@@ -20,6 +20,7 @@ import json
 from pathlib import Path
 
 from cobalt.common.argtypes import fraction, positive_int
+from cobalt.common.cli import ArgumentParser
 from cobalt.common.jsonl import atomic_output, load_jsonl, write_jsonl
 from cobalt.data import bandit, cli, taco
 from cobalt.data.sources import iter_local
@@ -249,18 +250,18 @@ def bandit_records(path):
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--out", required=True, help="output directory")
     p.add_argument(
-        "--model_name",
+        "--model-name",
         default=None,
         help="tokenizer (hub name or local dir) for the prompt-length limit; "
         "default: a tiny tokenizer built offline in OUT/tokenizer",
     )
     p.add_argument("--limit", type=positive_int, default=None, help="use only the first N problems")
-    p.add_argument("--num_samples", type=positive_int, default=16, help="conversations per problem")
-    p.add_argument("--num_turns", type=positive_int, default=2, help="feedback turns after turn 0")
-    p.add_argument("--dev_ratio", type=fraction, default=0.2)
+    p.add_argument("--num-samples", type=positive_int, default=16, help="conversations per problem")
+    p.add_argument("--num-turns", type=positive_int, default=2, help="feedback turns after turn 0")
+    p.add_argument("--dev-ratio", type=fraction, default=0.2)
     p.add_argument("--seed", type=int, default=42)
     p.add_argument("--evaluator", choices=["local", "serve"], default="local")
     cli.add_overwrite(p)

@@ -27,6 +27,7 @@ import shutil
 import sys
 from pathlib import Path
 
+from cobalt.common.cli import ArgumentParser
 from cobalt.common.errors import DataError
 from cobalt.data.sources import SHAPES, iter_local
 
@@ -112,7 +113,7 @@ def reproduce_command(flags: list[str]) -> str:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="bash scripts/fetch_paper_data.sh", description=__doc__.split("\n\n")[0], epilog=__doc__.split("\n\n", 1)[1],
+    p = ArgumentParser(prog="bash scripts/fetch_paper_data.sh", description=__doc__.split("\n\n")[0], epilog=__doc__.split("\n\n", 1)[1],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
     p.add_argument(
         "--out", default=str(ROOT / "data/paper"), help="where the files go (default: data/paper/)"

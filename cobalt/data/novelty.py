@@ -16,7 +16,6 @@ all of its tests in the sandbox (:mod:`cobalt.data.exposure`).
 
 from __future__ import annotations
 
-import argparse
 import collections
 import json
 import sys
@@ -24,6 +23,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from cobalt.common import rundir
+from cobalt.common.cli import ArgumentParser
 from cobalt.data.program_form import normalized_or_text
 
 UNSEEN, SEEN_SFT, SEEN_GRPO = "unseen", "seen_sft", "seen_grpo"
@@ -246,7 +246,7 @@ def strict_result(
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog="python -m cobalt.data.novelty",
         description="Label the evaluated instances by form (is the normalized reference program an SFT "
         "warm-up program: seen_sft, a GRPO training program: seen_grpo, or neither: unseen) and by "
@@ -260,7 +260,7 @@ def main(argv: list[str] | None = None) -> int:
         "--config", help="a quickstart profile (name or path): rebuild its inputs from the seeds"
     )
     parser.add_argument("--ids", action="store_true", help="print every instance's labels as JSON")
-    parser.add_argument("--form_only", action="store_true", help="the labels by form only (no program runs)")
+    parser.add_argument("--form-only", action="store_true", help="the labels by form only (no program runs)")
     args = parser.parse_args(argv)
     if args.form_only:
         form = config_novelty(args.config) if args.config else run_novelty(args.run_dir)

@@ -18,6 +18,7 @@ import logging
 from pathlib import Path
 
 from cobalt.common.argtypes import positive_int
+from cobalt.common.cli import ArgumentParser
 from cobalt.common.errors import DataError
 from cobalt.data.execute import Executor
 from cobalt.data.trajectories import read_trajectories
@@ -41,7 +42,7 @@ def load_for_eval(path: str, tests_field: str) -> list[dict]:
     for line, record in read_trajectories(path):
         if tests_field not in record:
             raise DataError(
-                "missing (the tests to evaluate on; see --tests_field)",
+                "missing (the tests to evaluate on; see --tests-field)",
                 path=path,
                 line=line,
                 field=tests_field,
@@ -105,28 +106,28 @@ def compare_files(args) -> dict:
 
 def main(argv=None) -> None:
     settings = inference_settings()
-    p = argparse.ArgumentParser(
+    p = ArgumentParser(
         description=__doc__.split("\n\n")[0].strip("`").split(": ", 1)[-1],
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
-    p.add_argument("-i", "--input_file", help="multi-turn trajectories (run_multi_turn.py output)")
+    p.add_argument("-i", "--input-file", help="multi-turn trajectories (run_multi_turn.py output)")
     p.add_argument(
         "-o",
-        "--output_file",
+        "--output-file",
         required=True,
         help="evaluated records (appended to; a re-run resumes); reports go beside it",
     )
     p.add_argument("--compare", nargs="+", metavar="EVAL_JSONL", help="only plot already evaluated files")
     p.add_argument("--labels", nargs="+", help="curve names for --compare (default: file names)")
     p.add_argument("--label", default=None, help="curve name of this evaluation")
-    p.add_argument("--tests_field", default="hidden_test_cases", help="tests each turn is re-run on")
+    p.add_argument("--tests-field", default="hidden_test_cases", help="tests each turn is re-run on")
     p.add_argument("--address", default=None, help="join this Ray cluster instead of starting a private head")
     p.add_argument("--evaluator", choices=["serve", "local"], default="serve")
-    p.add_argument("--evaluator_config", default=None)
+    p.add_argument("--evaluator-config", default=None)
     add_num_gpus(p)
     p.add_argument("--concurrency", type=positive_int, default=4, help="problems in flight")
-    p.add_argument("--evaluator_concurrency", type=positive_int, default=settings["evaluator_concurrency"])
+    p.add_argument("--evaluator-concurrency", type=positive_int, default=settings["evaluator_concurrency"])
     args = p.parse_args(argv)
     if not args.compare and not args.input_file:
-        p.error("give -i/--input_file to evaluate, or --compare FILES to plot")
+        p.error("give -i/--input-file to evaluate, or --compare FILES to plot")
     main_guard(lambda: compare_files(args) if args.compare else evaluate_file(args))

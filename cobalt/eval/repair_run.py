@@ -1,7 +1,7 @@
 """Repair against a placebo on the engine (docs/preregistration.md, issue 41).
 
     python -m cobalt.eval.repair_run -i RUN/eval_trained/eval.jsonl [MORE.jsonl ...] -o repair.jsonl \\
-        --model MODEL --samples 4 --temperature 0.6 --top_p 0.95 --max_tokens 128
+        --model MODEL --samples 4 --temperature 0.6 --top-p 0.95 --max-tokens 128
 
 Reads evaluated multi-turn files (``scripts/eval_multi_turn.py``'s output: the quickstart's
 ``<run_dir>/eval_<arm>/eval.jsonl`` and ``eval_<arm>_families/eval.jsonl``), takes every conversation whose turn-0 answer failed the
@@ -72,7 +72,7 @@ def load_failures(paths: list[str], tests_field: str = "hidden_test_cases") -> t
             first_seen[pid] = f"{path}:{line}"
             for field, why in (
                 ("public_results", "the turn-0 public-test results the feedback arm shows (run_multi_turn.py writes them)"),
-                (tests_field, "the tests the repairs are judged on; see --tests_field"),
+                (tests_field, "the tests the repairs are judged on; see --tests-field"),
             ):  # fmt: skip
                 if field not in record:
                     raise DataError(f"missing ({why})", path=path, line=line, field=field)
@@ -188,7 +188,7 @@ def parser():
         default=MIN_REPAIR_SAMPLES,
         help=f"answers per failure and arm (at least {MIN_REPAIR_SAMPLES}; configs/generalize_design.yaml repair.samples)",
     )
-    p.add_argument("--tests_field", default="hidden_test_cases", help="tests each answer is judged on")
+    p.add_argument("--tests-field", default="hidden_test_cases", help="tests each answer is judged on")
     p.epilog = (
         "-i: evaluated multi-turn files (scripts/eval_multi_turn.py output, e.g. RUN/eval_trained/eval.jsonl "
         "RUN/eval_trained_families/eval.jsonl); their problems are repaired into one output"

@@ -16,12 +16,13 @@ flips the signs of each instance's difference averaged over the seeds.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import itertools
 import math
 
 import numpy as np
+
+from cobalt.common.cli import ArgumentParser
 
 LEVEL = 0.95
 ALPHA = 0.05
@@ -243,7 +244,7 @@ def problems_needed(
 
 
 def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog="python -m cobalt.eval.significance",
         description="How many problems a paired base-vs-trained comparison needs, one greedy answer "
         "each (McNemar's exact test, as the reports' sign-flip test reduces to), and the power at "

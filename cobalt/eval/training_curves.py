@@ -10,13 +10,13 @@ steps where a metric was not logged are not drawn for it (validation runs only e
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
 import math
 import sys
 from pathlib import Path
 
+from cobalt.common.cli import ArgumentParser
 from cobalt.eval.report import pyplot, save_figure
 
 SPREAD = "reward/groups_with_spread/fraction"
@@ -131,7 +131,7 @@ def plot(metrics_path: str | Path, png_path: str | Path) -> Path:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("metrics", help="veRL's file-logger output (VERL_FILE_LOGGER_PATH)")
     p.add_argument("-o", "--out", default=None, help="the PNG to write (default: beside the metrics, .png)")
     args = p.parse_args(argv)

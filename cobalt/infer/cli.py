@@ -17,6 +17,7 @@ import sys
 import time
 
 from cobalt.common.argtypes import fraction, non_negative_float, non_negative_int, positive_int
+from cobalt.common.cli import ArgumentParser
 from cobalt.common.config import load_config
 from cobalt.common.errors import ConfigError, DataError
 from cobalt.data.execute import Executor
@@ -34,7 +35,7 @@ def inference_settings() -> dict:
 
 def add_num_gpus(p: argparse.ArgumentParser) -> None:
     p.add_argument(
-        "--num_gpus",
+        "--num-gpus",
         type=non_negative_int,
         default=None,
         help="GPUs the private Ray head offers (default: the GPUs detected on this machine)",
@@ -44,11 +45,9 @@ def add_num_gpus(p: argparse.ArgumentParser) -> None:
 def base_parser(description: str, inputs: str | None = None) -> argparse.ArgumentParser:
     """The flags every inference command shares; ``inputs="+"``: ``-i`` takes one or more files."""
     settings = inference_settings()
-    p = argparse.ArgumentParser(
-        description=description, formatter_class=argparse.ArgumentDefaultsHelpFormatter
-    )
-    p.add_argument("-i", "--input_file", required=True, nargs=inputs)
-    p.add_argument("-o", "--output_file", required=True, help="appended to; a re-run resumes")
+    p = ArgumentParser(description=description, formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p.add_argument("-i", "--input-file", required=True, nargs=inputs)
+    p.add_argument("-o", "--output-file", required=True, help="appended to; a re-run resumes")
     p.add_argument(
         "--engine",
         choices=["serve", "litellm"],
@@ -57,8 +56,8 @@ def base_parser(description: str, inputs: str | None = None) -> argparse.Argumen
         "litellm: any LiteLLM endpoint (--model is a LiteLLM model name, e.g. openai/NAME)",
     )
     p.add_argument("--model", required=True)
-    p.add_argument("--api_base", default=None, help="endpoint URL for --engine litellm (e.g. a `vllm serve`)")
-    p.add_argument("--api_key", default=None, help="default: the provider's environment variable")
+    p.add_argument("--api-base", default=None, help="endpoint URL for --engine litellm (e.g. a `vllm serve`)")
+    p.add_argument("--api-key", default=None, help="default: the provider's environment variable")
     p.add_argument(
         "--address",
         default=None,
@@ -70,14 +69,14 @@ def base_parser(description: str, inputs: str | None = None) -> argparse.Argumen
         default="serve",
         help="serve: the Ray Serve evaluator app; local: the sandbox in this process",
     )
-    p.add_argument("--engine_config", default="engine", help="configs/<name>.yaml of the Serve engine")
-    p.add_argument("--evaluator_config", default=None, help="configs/<name>.yaml of the evaluator")
+    p.add_argument("--engine-config", default="engine", help="configs/<name>.yaml of the Serve engine")
+    p.add_argument("--evaluator-config", default=None, help="configs/<name>.yaml of the evaluator")
     add_num_gpus(p)
     p.add_argument("--temperature", type=non_negative_float, default=settings["sampling"]["temperature"])
-    p.add_argument("--top_p", type=fraction, default=settings["sampling"]["top_p"])
-    p.add_argument("--max_tokens", type=positive_int, default=settings["sampling"]["max_tokens"])
+    p.add_argument("--top-p", type=fraction, default=settings["sampling"]["top_p"])
+    p.add_argument("--max-tokens", type=positive_int, default=settings["sampling"]["max_tokens"])
     p.add_argument(
-        "--enable_thinking",
+        "--enable-thinking",
         action="store_true",
         help="thinking model: ask for thinking and keep only the text after </think>",
     )
@@ -85,7 +84,7 @@ def base_parser(description: str, inputs: str | None = None) -> argparse.Argumen
         "--concurrency", type=positive_int, default=settings["concurrency"], help="problems in flight"
     )
     p.add_argument(
-        "--evaluator_concurrency",
+        "--evaluator-concurrency",
         type=positive_int,
         default=settings["evaluator_concurrency"],
         help="evaluator calls in flight",
@@ -173,7 +172,7 @@ def _interrupt(signum, frame):
 def single_turn_main(argv=None) -> None:
     p = base_parser("Sample n completions per problem and run each on the problem's tests.")
     p.add_argument(
-        "-n", "--num_completions", type=positive_int, default=inference_settings()["sampling"]["n"]
+        "-n", "--num-completions", type=positive_int, default=inference_settings()["sampling"]["n"]
     )
     args = p.parse_args(argv)
 
@@ -201,7 +200,7 @@ def multi_turn_main(argv=None) -> None:
         help="feedback turns after the cached turn-0 answers (2 for training data, 8 to evaluate)",
     )
     p.add_argument(
-        "--public_field",
+        "--public-field",
         default="public_test_cases",
         help="tests whose feedback the model sees (perturbed_public_test_cases for the hacking study)",
     )

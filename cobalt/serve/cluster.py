@@ -316,14 +316,14 @@ def detect_gpus() -> int:
 
 
 def head_gpus(override: int | None, cpu_platform: bool, needed: int = 0) -> tuple[int, str]:
-    """GPUs a private Ray head should offer, and why: ``override`` (``--num_gpus``) when given;
+    """GPUs a private Ray head should offer, and why: ``override`` (``--num-gpus``) when given;
     on the CPU platform ``needed`` fake GPUs (a Ray resource veRL's CPU workers ask for); else the
     GPUs detected here. Raises :class:`~cobalt.common.errors.ConfigError` (one line) when that is fewer
     than ``needed``: the run would wait for GPUs that never come."""
     from cobalt.common.errors import ConfigError
 
     if override is not None:
-        count, why = override, f"--num_gpus {override}"
+        count, why = override, f"--num-gpus {override}"
     elif cpu_platform:
         count, why = needed, "CPU platform: fake GPUs, one per FSDP rank"
     else:
@@ -637,9 +637,9 @@ def export_lines(env: dict[str, str]) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m cobalt.serve.cluster start|stop``: a local multi-node cluster on loopback."""
-    import argparse
+    from cobalt.common.cli import ArgumentParser
 
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog="python -m cobalt.serve.cluster",
         description="A Ray cluster of several nodes on this machine, on 127.0.0.1 with a private "
         "token: rehearse multi-node training and serving without a second machine.",

@@ -134,14 +134,14 @@ def start_evaluator_app(config_name: str | None = None):
 def main() -> None:
     """``python remote_reward_server.py``: join $RAY_ADDRESS (or start a private Ray head) and serve
     until Ctrl-C; a head started here is stopped on the way out."""
-    import argparse
     import time
 
     import ray
 
+    from cobalt.common.cli import ArgumentParser
     from cobalt.serve.cluster import connect, ray_cluster
 
-    parser = argparse.ArgumentParser(description="Serve the sandboxed code evaluator on Ray Serve.")
+    parser = ArgumentParser(description="Serve the sandboxed code evaluator on Ray Serve.")
     parser.add_argument("--config", default=None, help="config name in configs/ (default: evaluator)")
     parser.add_argument(
         "--address", default=None, help="Ray cluster address (default: $RAY_ADDRESS or a private head)"

@@ -14,12 +14,13 @@ rows in the output.
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 from pathlib import Path
 
 import pandas as pd
+
+from cobalt.common.cli import ArgumentParser
 
 
 def perturbed_count(n_base: int, n_perturbed: int, ratio: float) -> int:
@@ -48,7 +49,7 @@ def mix(base: pd.DataFrame, perturbed: pd.DataFrame, ratio: float, seed: int = 4
 
 
 def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--base", required=True, help="veRL train.parquet from regular trajectories")
     parser.add_argument(
         "--perturbed", required=True, help="veRL parquet from perturbed-feedback trajectories"

@@ -1,14 +1,14 @@
 """Launch veRL's ``main_ppo`` with a COBALT training profile (``configs/train/<profile>.yaml``).
 
     python -m cobalt.train.launch --profile cpu_smoke [--address HOST:PORT] [--logger console,file]
-                                  [--evaluator_config NAME] [--num_gpus N]
+                                  [--evaluator-config NAME] [--num-gpus N]
                                   [--dry-run] [--rehearse] [hydra overrides ...]
 
 Steps: export the profile's ``env`` (and ``WANDB_MODE=offline`` when W&B has no key); build what
 its ``prepare`` section names when missing (demo data, the warmed-up tiny policy, the SmolLM2
 export); start a private Ray head on loopback with the GPUs found here (fake ones on the CPU
 platform; stop at once when the profile's ranks need more), or join ``--address`` /
-``$RAY_ADDRESS``; deploy the evaluator app (the profile's ``evaluator_config`` or ``--evaluator_config``); run
+``$RAY_ADDRESS``; deploy the evaluator app (the profile's ``evaluator_config`` or ``--evaluator-config``); run
 ``python -m verl.trainer.main_ppo`` with the profile's overrides followed by the user's (later wins),
 the reward's scores in flight lowered to what the evaluator runs at once (said in the log and in
 ``--dry-run``'s ``notes``), and ``sdpa`` attention where flash-attn does not import
@@ -17,7 +17,6 @@ the reward's scores in flight lowered to what the evaluator runs at once (said i
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
 import netrc
@@ -28,6 +27,7 @@ import sys
 from pathlib import Path
 
 from cobalt.common.argtypes import non_negative_int
+from cobalt.common.cli import ArgumentParser
 from cobalt.common.errors import ConfigError
 from cobalt.serve.cluster import head_gpus, ray_cluster
 from cobalt.train import rehearsal
@@ -122,7 +122,7 @@ def head_plan(profile: Profile, overrides: list[str], num_gpus: int | None = Non
     """The private head for ``overrides``' FSDP ranks. On the CPU platform (``VERL_PLATFORM=cpu``)
     its GPUs are fake, ``max(ray.num_gpus, ranks)``; on a GPU machine the GPUs detected there, and
     ConfigError (one line) at once when fewer than the ranks, instead of a run that waits for them.
-    ``num_gpus`` (``--num_gpus``) overrides either."""
+    ``num_gpus`` (``--num-gpus``) overrides either."""
     ray_cfg, ranks = profile.ray, world_size(overrides)
     cpus = int(ray_cfg.get("num_cpus", os.cpu_count() or 2)) + int(ray_cfg.get("cpus_per_rank", 0)) * ranks
     cpu_platform = os.environ.get("VERL_PLATFORM") == "cpu"
@@ -248,7 +248,7 @@ def _raise_keyboard_interrupt(signum, frame):
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--profile", required=True, help="configs/train/<profile>.yaml (or a path)")
     parser.add_argument(
         "--address",
@@ -266,27 +266,27 @@ def main(argv=None) -> int:
         "model of its family (configs/rehearsal.yaml; every change is printed)",
     )
     parser.add_argument(
-        "--evaluator_config",
+        "--evaluator-config",
         default=None,
         help="configs/<name>.yaml of the evaluator (default: the profile's evaluator_config; "
         "evaluator_paper for the paper's 80-replica layout)",
     )
     parser.add_argument(
-        "--num_gpus",
+        "--num-gpus",
         type=non_negative_int,
         default=None,
         help="GPUs a private Ray head offers (default: those detected; on the CPU platform, fake "
         "GPUs for the FSDP ranks)",
     )
     parser.add_argument(
-        "--rehearse_prompts",
+        "--rehearse-prompts",
         default=None,
         help="with --rehearse: a veRL parquet whose prompts (those that fit) fill the step's batch, "
         "instead of the demo set's",
     )
     args, extra = parser.parse_known_args(argv)
     if args.rehearse_prompts and not args.rehearse:
-        parser.error("--rehearse_prompts needs --rehearse")
+        parser.error("--rehearse-prompts needs --rehearse")
     for item in extra:  # main_ppo would refuse it after the cluster and the evaluator are up
         if override_error(item):
             parser.error(override_error(item))

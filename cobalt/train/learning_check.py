@@ -33,7 +33,6 @@ steps, no validation). The thresholds below were chosen from measured runs; see
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
 import math
@@ -41,6 +40,7 @@ import re
 import sys
 from pathlib import Path
 
+from cobalt.common.cli import ArgumentParser
 from cobalt.common.errors import DataError
 from cobalt.common.jsonl import read_numbered_jsonl
 
@@ -262,7 +262,7 @@ def report(verdict: Verdict) -> str:
 
 def main(argv=None) -> int:
     defaults = Criteria()
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         description="Verdict of the learning check on veRL's metrics JSONL (trainer.logger 'file'): "
         "exit 0 when the validation reward (in the learning check: on its training prompts) rose by "
         "the margin (and, with --margin, the training reward too); 1 when not; 2 when the file cannot be judged."

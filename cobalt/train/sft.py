@@ -11,7 +11,6 @@ so rewards vary within GRPO groups. Held-out problems must never be passed here.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
 import random
@@ -19,6 +18,7 @@ import sys
 import time
 from pathlib import Path
 
+from cobalt.common.cli import ArgumentParser
 from cobalt.common.prompts import initial_messages
 
 
@@ -178,7 +178,7 @@ def main(argv=None) -> None:
     from cobalt.data.sources import iter_local
     from cobalt.infer.records import load_problems as load_problem_records
 
-    p = argparse.ArgumentParser(
+    p = ArgumentParser(
         description="SFT of an instruct model on training problems' solutions (the quickstart's warm-up, "
         "and its control arm's fine-tuning): the embedded problems' own, the records' `solutions`, or "
         "those of --solutions files."
@@ -195,7 +195,7 @@ def main(argv=None) -> None:
     p.add_argument("--out", required=True)
     p.add_argument("--epochs", type=float, default=2.0)
     p.add_argument("--lr", type=float, default=SFTOptions.lr)
-    p.add_argument("--batch_size", type=int, default=SFTOptions.batch_size)
+    p.add_argument("--batch-size", type=int, default=SFTOptions.batch_size)
     p.add_argument(
         "--seed",
         type=non_negative_int,

@@ -17,7 +17,6 @@ Hugging Face directory that vLLM and veRL load (``configs/train/cpu_smollm2.yaml
 
 from __future__ import annotations
 
-import argparse
 import copy
 import dataclasses
 import importlib.util
@@ -28,6 +27,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from cobalt.common.cli import ArgumentParser
 from cobalt.common.jsonl import TEMP_SUFFIX, remove_stale_temps, temp_prefix
 from cobalt.train.sft import SFTOptions, fine_tune, prompt_ids
 
@@ -269,7 +269,7 @@ def export_smollm2(out: str | Path) -> Path:
 
 
 def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     warm = sub.add_parser("warm", help="tiny Qwen2 + BPE tokenizer, SFT on the training prompts")
     warm.add_argument("--data", required=True, help="veRL train.parquet")

@@ -3,14 +3,14 @@ TACO and LiveCodeBench JSONL files."""
 
 from __future__ import annotations
 
-import argparse
 import sys
 
+from cobalt.common.cli import ArgumentParser
 from cobalt.data.embedded import LCB_FILE, PROBLEM_SETS, TACO_FILE, write_raw
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog="python -m cobalt.data.embedded",
         description=f"Write the embedded problem set as {TACO_FILE} (raw TACO-verified shape) and "
         f"{LCB_FILE} (raw LiveCodeBench test6 shape); --set easy writes the easy set as "

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from cobalt.common.cli import ArgumentParser
 from cobalt.data.procedural.families import HELDOUT_FAMILIES, IN_FAMILIES
 from cobalt.data.procedural.splits import MANIFEST, SOLUTIONS, write_splits
 
@@ -18,7 +19,7 @@ def count(text: str) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog="python -m cobalt.data.procedural",
         description=f"Write seeded problems of {len(IN_FAMILIES)} procedural families as problem records: "
         "DIR/train.jsonl, dev.jsonl and heldout.jsonl (disjoint by seed, statement and tests), and "
@@ -33,7 +34,7 @@ def main(argv: list[str] | None = None) -> int:
         "--heldout", type=count, required=True, help="held-out problems of the training families"
     )
     parser.add_argument(
-        "--heldout_families", type=count, help="problems of the held-out families (default: as --heldout)"
+        "--heldout-families", type=count, help="problems of the held-out families (default: as --heldout)"
     )
     parser.add_argument(
         "--seed", type=count, default=0, help="another seed gives other instances (default 0)"

@@ -9,7 +9,7 @@ tests; those that fail at least one hidden test survive (the others are equivale
 are dropped). The survivors are the wrong programs of :mod:`cobalt.data.synthetic`, which writes
 the trajectories in the format multi-turn inference writes: every conversation opens with a
 surviving mutant and its real feedback, and each later turn is the reference (a fix, with
-probability ``--p_fix``) or another mutant. ``preproc/process_multi_turn_taco.py`` turns the file
+probability ``--p-fix``) or another mutant. ``preproc/process_multi_turn_taco.py`` turns the file
 into partial-context bandit prompts unchanged.
 
 Beside OUT, ``OUT.manifest.json`` (``offline.manifest.json`` for ``offline.jsonl``) holds the
@@ -24,6 +24,7 @@ import json
 from pathlib import Path
 
 from cobalt.common.argtypes import fraction, non_negative_int, positive_int
+from cobalt.common.cli import ArgumentParser
 from cobalt.common.errors import DataError
 from cobalt.common.extract import extract_code
 from cobalt.common.jsonl import atomic_output, load_jsonl, write_jsonl
@@ -110,23 +111,23 @@ async def offline_trajectories(
 
 
 def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(
+    p = ArgumentParser(
         prog="python -m cobalt.data.procedural.offline",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--problems", required=True, help="procedural problem records (DIR/train.jsonl)")
     p.add_argument("--out", required=True, help="the trajectories (JSONL); refused if it exists")
-    p.add_argument("--per_problem", type=positive_int, default=4, help="surviving mutants kept per problem")
+    p.add_argument("--per-problem", type=positive_int, default=4, help="surviving mutants kept per problem")
     p.add_argument(
         "--tries",
         type=positive_int,
         default=None,
         help="mutants run in the sandbox per problem, the bug classes taken in turn (default 4 * per_problem)",
     )
-    p.add_argument("--num_samples", type=positive_int, default=16, help="conversations per problem")
-    p.add_argument("--num_turns", type=positive_int, default=2, help="feedback turns after turn 0")
-    p.add_argument("--p_fix", type=fraction, default=0.5, help="a buggy attempt is fixed at the next turn")
+    p.add_argument("--num-samples", type=positive_int, default=16, help="conversations per problem")
+    p.add_argument("--num-turns", type=positive_int, default=2, help="feedback turns after turn 0")
+    p.add_argument("--p-fix", type=fraction, default=0.5, help="a buggy attempt is fixed at the next turn")
     p.add_argument("--seed", type=non_negative_int, default=0, help="picks the mutants and the conversations")
     p.add_argument("--limit", type=positive_int, default=None, help="use only the first N problems")
     cli.add_evaluator(p)

@@ -1,0 +1,74 @@
+"""The one flag style of every COBALT command line: long options are shown as ``--run-dir`` and also
+accepted as ``--run_dir`` (the spelling of the reference's scripts), whichever form a CLI declares.
+
+Use :class:`ArgumentParser` in place of :class:`argparse.ArgumentParser`; its sub-parsers, argument
+groups and mutually exclusive groups behave the same way.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def hyphenated(option: str) -> str:
+    """``--run_dir`` -> ``--run-dir``; short options and anything else pass unchanged."""
+    if not option.startswith("--") or option == "--":
+        return option
+    return "--" + option[2:].replace("_", "-")
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """An :class:`argparse.ArgumentParser` whose long options are shown hyphenated and accept both
+    ``-`` and ``_`` between words. Both spellings set the same ``dest``."""
+
+    def parse_known_args(self, args=None, namespace=None):
+        self._hyphenate_options()
+        args = sys.argv[1:] if args is None else list(args)
+        return super().parse_known_args(self._respell(args), namespace)
+
+    def format_usage(self) -> str:
+        self._hyphenate_options()
+        return super().format_usage()
+
+    def format_help(self) -> str:
+        self._hyphenate_options()
+        return super().format_help()
+
+    def _hyphenate_options(self) -> None:
+        """Rename every declared long option to its hyphen form (idempotent). Declarations are
+        rewritten here, not in ``add_argument``, because argument groups add actions without
+        going through the parser's own methods."""
+        for action in self._actions:
+            shown = list(dict.fromkeys(hyphenated(s) for s in action.option_strings))
+            if shown == action.option_strings:
+                continue
+            for old in action.option_strings:
+                if self._option_string_actions.get(old) is action:
+                    del self._option_string_actions[old]
+            for new in shown:
+                other = self._option_string_actions.get(new)
+                if other is not None and other is not action:
+                    raise ValueError(f"{self.prog}: {new} is declared twice (once with underscores)")
+                self._option_string_actions[new] = action
+            action.option_strings = shown
+
+    def _respell(self, args: list[str]) -> list[str]:
+        """Rewrite ``--run_dir[=V]`` as ``--run-dir[=V]`` when that names (or, with ``allow_abbrev``,
+        abbreviates) one of this parser's options; anything else is left for argparse to judge, so
+        a typo is reported as typed. Stops at ``--``, after which every token is positional."""
+        out = []
+        for i, arg in enumerate(args):
+            if arg == "--":
+                return out + args[i:]
+            name, eq, value = arg.partition("=")
+            spelled = hyphenated(name)
+            if spelled != name and self._names_option(spelled):
+                arg = spelled + eq + value
+            out.append(arg)
+        return out
+
+    def _names_option(self, option: str) -> bool:
+        if option in self._option_string_actions:
+            return True
+        return self.allow_abbrev and any(known.startswith(option) for known in self._option_string_actions)
