@@ -73,7 +73,7 @@ def rehearse(profile: str, workdir: Path, chain: bool = False) -> dict:
                     "".join(path.read_text().splitlines(keepends=True)[: 4 if path.name == TACO_FILE else 3])
                 )
         cmd = ["bash", str(ROOT / "scripts/reproduce_paper.sh"), "--rehearse", "--profile", profile,
-               "--taco", TACO_FILE, "--lcb", LCB_FILE, "--run_dir", str(workdir / f"chain_{profile}")]  # fmt: skip
+               "--taco", TACO_FILE, "--lcb", LCB_FILE, "--run-dir", str(workdir / f"chain_{profile}")]  # fmt: skip
         log = workdir / f"chain_{profile}.log"
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "WANDB_MODE": "disabled"}
     env.pop("RAY_ADDRESS", None)

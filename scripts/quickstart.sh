@@ -3,8 +3,8 @@
 #   bash scripts/quickstart.sh                          # SmolLM2-135M-Instruct, embedded problems, ~27 min
 #   bash scripts/quickstart.sh --profile quickstart_ci  # the reduced run CI makes
 #   bash scripts/quickstart.sh --problems F          # problem records, or TACO-verified / LiveCodeBench as shipped
-#   bash scripts/quickstart.sh --model DIR --engine_config engine_paper --train_profile ... [--num_gpus N]
-#   bash scripts/quickstart.sh --profile generalize --train_seed 1 [--arm control]   # a seed; the control arm
+#   bash scripts/quickstart.sh --model DIR --engine-config engine_paper --train-profile ... [--num-gpus N]
+#   bash scripts/quickstart.sh --profile generalize --train-seed 1 [--arm control]   # a seed; the control arm
 # Re-running resumes the newest unfinished run under runs/; the report is runs/<id>/report/report.md.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)

@@ -18,15 +18,7 @@ ROOT = Path(__file__).resolve().parents[1]
 NOT_CLIS = {"cobalt/sandbox/harness.py": "the sandbox's child process: reads its job from stdin"}
 # Not converted yet: being moved into cobalt/recipes (issue 46). Empty this list once they use
 # cobalt.common.cli.
-PENDING = {
-    "cobalt/quickstart.py",
-    "cobalt/reproduce.py",
-    "cobalt/design.py",
-    "cobalt/stages.py",
-    "cobalt/preflight.py",
-    "cobalt/quickstart_config.py",
-    "cobalt/quickstart_base.py",
-}
+PENDING: set[str] = set()
 MAIN_GUARD = re.compile(r"""^if __name__ == ["']__main__["']:""", re.M)
 LONG_OPTION = re.compile(r"(?<![\w-])--[A-Za-z0-9][\w-]*")
 SUBCOMMANDS = re.compile(r"\{(\w[\w,-]*)\}")

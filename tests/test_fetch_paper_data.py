@@ -105,7 +105,7 @@ def test_the_released_files_become_one_jsonl_each_passed_as_given(hub, tmp_path)
         f"cobalt-{i}" for i in range(9)
     ]
     command = proc.stdout.strip().splitlines()[-1]
-    assert f"--taco {train} --taco_dev {dev} --lcb " in command
+    assert f"--taco {train} --taco-dev {dev} --lcb " in command
     assert dry_run_estimate(command, tmp_path)["problems"] == {"train": 9, "dev": 2, "lcb": 3}
 
 

@@ -176,7 +176,7 @@ def test_the_command_line_takes_the_seed_and_the_arm_and_the_dry_run_shows_where
     assert "invalid choice: 'placebo'" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["--train_seed", "-1", "--dry-run"])
-    assert "--train_seed: must not be negative" in capsys.readouterr().err
+    assert "--train-seed: must not be negative" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(

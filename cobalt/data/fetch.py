@@ -50,7 +50,7 @@ TACO = Source("--taco", "likaixin/TACO-verified", ("taco_verified.json",),
 LCB = Source("--lcb", "livecodebench/code_generation_lite", ("test6.jsonl",), SHAPES["lcb"])
 RELEASED_TRAIN = Source("--taco", "osunlp/TACO-Cobalt", DATA_FILES, SHAPES["problems"], keep="train",
                         jsonl="taco_cobalt_train.jsonl")  # fmt: skip
-RELEASED_DEV = Source("--taco_dev", "osunlp/TACO-Cobalt-PTB", DATA_FILES,
+RELEASED_DEV = Source("--taco-dev", "osunlp/TACO-Cobalt-PTB", DATA_FILES,
                       (*SHAPES["problems"], "perturbed_public_test_cases"), jsonl="taco_cobalt_ptb.jsonl")  # fmt: skip
 
 

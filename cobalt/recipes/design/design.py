@@ -17,7 +17,6 @@ takes it with ``--base_run`` (cobalt/recipes/quickstart/base.py), so all arms co
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
 import math
@@ -25,6 +24,7 @@ import sys
 from pathlib import Path
 
 from cobalt.common import rundir
+from cobalt.common.cli import ArgumentParser
 from cobalt.common.config import config_path, from_dict, load_config, merge
 from cobalt.pipeline.stages import line_count, sampling_flags
 from cobalt.recipes.design.report import repair_path, run_name
@@ -240,7 +240,7 @@ def describe_plan(p: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m cobalt.design", description=__doc__.split("\n\n")[0])
+    parser = ArgumentParser(prog="python -m cobalt.design", description=__doc__.split("\n\n")[0])
     parser.add_argument("--config", default="generalize_design", help="configs/<name>.yaml of the design")
     mode = parser.add_mutually_exclusive_group(required=True)
     mode.add_argument("--plan", action="store_true", help="print the plan (runs nothing)")

@@ -3,7 +3,7 @@
     TACO-verified T → problems (train / TACO-dev) and their perturbed twins; LiveCodeBench L → problems
       (the authors' released train and dev files as given); training problems found in an
       evaluation set (compared as the files ship them, before the first stage) stop the run
-      (cobalt/data/overlap.py; --allow_overlap)
+      (cobalt/data/overlap.py; --allow-overlap)
     → trajectories of the base model on the training problems (16 conversations, 2 feedback
       turns), on the true and on the perturbed public tests (or --trajectories FILE)
     → bandit prompts (dynamic sampling, max-variance 4, ≤ 3 turns), perturbed rows mixed in;
@@ -34,6 +34,7 @@ import yaml
 
 from cobalt.common import rundir
 from cobalt.common.argtypes import caller_path, existing_file, positive_int
+from cobalt.common.cli import ArgumentParser
 from cobalt.common.config import config_path, from_dict, load_config
 from cobalt.common.errors import ConfigError
 from cobalt.common.jsonl import read_jsonl
@@ -661,9 +662,9 @@ def print_preflight(found: list) -> bool:
     return not failed
 
 
-def parser() -> argparse.ArgumentParser:
+def parser() -> ArgumentParser:
     usage = "%(prog)s --profile P --taco T --lcb L [options] [-- hydra overrides for GRPO ...]"
-    p = argparse.ArgumentParser(
+    p = ArgumentParser(
         description=__doc__.split("\n\n")[0],
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog=__doc__.split("\n\n", 1)[1],
@@ -679,7 +680,7 @@ def parser() -> argparse.ArgumentParser:
         required=True,
         type=existing_file,
         help="TACO-verified as it ships (taco_verified.json, a JSON array; or JSONL, parquet; split seeded here), or processed problem records "
-        "such as the authors' TACO-Cobalt train file (with --taco_dev: used as given, nothing re-split)",
+        "such as the authors' TACO-Cobalt train file (with --taco-dev: used as given, nothing re-split)",
     )
     p.add_argument("--lcb", required=True, type=existing_file, help="LiveCodeBench test6.jsonl as it ships")
     p.add_argument(
@@ -689,7 +690,7 @@ def parser() -> argparse.ArgumentParser:
         help="offline trajectories to learn from instead of generating them",
     )
     p.add_argument(
-        "--trajectories_perturbed",
+        "--trajectories-perturbed",
         default=None,
         type=caller_path,
         help="with --trajectories: "
@@ -697,7 +698,7 @@ def parser() -> argparse.ArgumentParser:
         "trains on no perturbed rows and the report says so)",
     )
     p.add_argument(
-        "--taco_dev",
+        "--taco-dev",
         default=None,
         type=existing_file,
         help="problem records to evaluate as TACO-dev "
@@ -705,7 +706,7 @@ def parser() -> argparse.ArgumentParser:
         "perturbed_public_test_cases, as the authors' TACO-Cobalt-PTB)",
     )
     p.add_argument(
-        "--allow_overlap",
+        "--allow-overlap",
         action="store_true",
         help="train even on problems that are also "
         "evaluated (same statement or tests); for experiments: the report says so first",
@@ -720,13 +721,13 @@ def parser() -> argparse.ArgumentParser:
         "id (default: the chain config's, else the profile's)",
     )
     p.add_argument(
-        "--evaluator_config",
+        "--evaluator-config",
         default=None,
         help="configs/<name>.yaml of the evaluator for every stage "
         "(default: the chain config's; evaluator_paper on a cluster with 80 free CPUs)",
     )
     p.add_argument(
-        "--num_gpus", type=int, default=None, help="GPUs of a private Ray head (default: detected)"
+        "--num-gpus", type=int, default=None, help="GPUs of a private Ray head (default: detected)"
     )
     p.add_argument(
         "--rehearse",
@@ -740,7 +741,7 @@ def parser() -> argparse.ArgumentParser:
         "which may start from one (extends: paper) (default: paper, or paper_rehearsal)",
     )
     p.add_argument(
-        "--max_problems",
+        "--max-problems",
         type=positive_int,
         default=None,
         help="a smaller run: the first N problems of "
@@ -748,7 +749,7 @@ def parser() -> argparse.ArgumentParser:
         "so its Pass@1 is not the paper's (the report says so)",
     )
     p.add_argument(
-        "--max_model_len",
+        "--max-model-len",
         type=positive_int,
         default=None,
         help="the inference engine's context in "
@@ -756,7 +757,7 @@ def parser() -> argparse.ArgumentParser:
         "model's own window)",
     )
     p.add_argument(
-        "--run_dir",
+        "--run-dir",
         default=None,
         help="run directory (default: resume the newest unfinished run of "
         "this profile under runs/paper/, else a new one)",

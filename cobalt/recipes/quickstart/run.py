@@ -25,7 +25,6 @@ instances' programs and evaluates that model in the trained one's place; ``train
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
 import random
@@ -36,6 +35,7 @@ from pathlib import Path
 
 from cobalt.common import rundir
 from cobalt.common.argtypes import caller_path, non_negative_int
+from cobalt.common.cli import ArgumentParser
 from cobalt.common.config import from_dict, load_config
 from cobalt.common.jsonl import load_jsonl, write_jsonl
 from cobalt.data.embedded import PROBLEM_SETS
@@ -475,12 +475,12 @@ def run_pipeline(run: Run, do: Steps = Steps()) -> Path:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument(
         "--profile", default="quickstart", help="configs/<name>.yaml (quickstart_ci: the reduced run)"
     )
     p.add_argument(
-        "--run_dir",
+        "--run-dir",
         default=None,
         help="run directory (default: resume the newest unfinished "
         "run under runs/, else a new runs/<timestamp>)",
@@ -496,17 +496,17 @@ def main(argv=None) -> int:
         help="a problem-records JSONL instead of the embedded set",
     )
     p.add_argument(
-        "--engine_config", default=None, help="configs/<name>.yaml of the engine (engine_paper on GPUs)"
+        "--engine-config", default=None, help="configs/<name>.yaml of the engine (engine_paper on GPUs)"
     )
     p.add_argument(
-        "--num_gpus",
+        "--num-gpus",
         type=non_negative_int,
         default=None,
         help="GPUs of the private Ray head (default: those detected; fake ones for a CPU profile)",
     )
-    p.add_argument("--train_profile", default=None, help="configs/train/<name>.yaml (e.g. a GPU profile)")
+    p.add_argument("--train-profile", default=None, help="configs/train/<name>.yaml (e.g. a GPU profile)")
     p.add_argument(
-        "--train_seed",
+        "--train-seed",
         type=non_negative_int,
         default=None,
         help="the training seed (the profile's train_seed): GRPO's data.seed and "
@@ -523,7 +523,7 @@ def main(argv=None) -> int:
         "profile's arm, else trained",
     )
     p.add_argument(
-        "--base_run",
+        "--base-run",
         type=caller_path,
         default=None,
         help="a run directory whose base (problems, warm-up, base evaluations) this run takes "
