@@ -132,8 +132,9 @@ def write_parquet(rows: list[dict], path: str | os.PathLike, overwrite: bool = F
     return len(rows)
 
 
-def convert(train_file, val_file, local_dir, multi_turn: bool, overwrite: bool = False) -> dict:
-    """``train_file``/``val_file`` JSONL → ``local_dir/train.parquet`` and ``test.parquet``."""
+def convert(train_file, val_file, local_dir, multi_turn: bool, overwrite: bool = False, make=None) -> dict:
+    """``train_file``/``val_file`` JSONL → ``local_dir/train.parquet`` and ``test.parquet`` (rows made
+    by ``make``, e.g. :func:`online_row`; default: the multi- or single-turn row)."""
     outputs = {
         "train": os.path.join(local_dir, "train.parquet"),
         "test": os.path.join(local_dir, "test.parquet"),
@@ -143,7 +144,7 @@ def convert(train_file, val_file, local_dir, multi_turn: bool, overwrite: bool =
             if os.path.exists(out):
                 raise FileExistsError(f"{out} already exists; pass --overwrite to replace it")
     rows = {
-        "train": rows_from_file(train_file, "train", multi_turn),
-        "test": rows_from_file(val_file, "test", multi_turn),
+        "train": rows_from_file(train_file, "train", multi_turn, make),
+        "test": rows_from_file(val_file, "test", multi_turn, make),
     }
     return {split: write_parquet(rows[split], outputs[split], overwrite) for split in outputs}
