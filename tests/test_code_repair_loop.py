@@ -45,7 +45,8 @@ class ScriptedServer:
         self.requests.append((list(prompt_ids), max_tokens))
         ids = self.tokenizer.encode(self.texts.pop(0), add_special_tokens=False)
         ids.append(self.tokenizer.convert_tokens_to_ids("<|im_end|>"))
-        return TokenOutput(token_ids=ids[:max_tokens])
+        ids = ids[:max_tokens]
+        return TokenOutput(token_ids=ids, log_probs=[-0.5] * len(ids))
 
 
 @pytest.fixture(scope="module")
@@ -64,7 +65,7 @@ def executor():
 
 
 async def episode(tokenizer, executor, texts, *, max_turns=3, prompt_length=1024, response_length=2048,
-            max_model_len=None):  # fmt: skip
+                  max_model_len=None, max_turn_tokens=None):  # fmt: skip
     """Run one episode on a scripted server; (the loop's output, the server)."""
     rollout = {
         "prompt_length": prompt_length,
@@ -81,6 +82,7 @@ async def episode(tokenizer, executor, texts, *, max_turns=3, prompt_length=1024
         dataset_cls=None,
         data_config=DictConfigWrap(config.data),
         max_turns=max_turns,
+        max_turn_tokens=max_turn_tokens,
         executor=executor,
     )
     kwargs = {"raw_prompt": initial_messages(INSTRUCTION), "extra_info": {"public_test_cases": PUBLIC}}
@@ -109,6 +111,16 @@ def test_the_episode_stops_when_the_public_tests_pass(tokenizer, executor):
     assert out.extra_fields[STATS_FIELD] == {"turns": 2, "context_cut": 0.0, "public_pass": 1.0}
     assert len(server.requests) == 2
     assert len(assistant_spans(out.response_mask)) == 2  # two assistant turns, feedback between
+    # the rollout's log-probs stay aligned with the response (veRL's bypass mode trains on them)
+    assert [lp for lp, m in zip(out.response_logprobs, out.response_mask) if m] == [-0.5] * sum(
+        out.response_mask
+    )
+    assert len(out.response_logprobs) == len(out.response_ids)
+
+
+def test_a_turn_gets_its_share_of_the_response_budget_by_default(tokenizer, executor):
+    _, server = run(tokenizer, executor, [WRONG] * 3, response_length=90, max_turns=3)
+    assert server.requests[0][1] == 30  # 90 // 3
 
 
 def test_the_episode_stops_at_the_turn_limit(tokenizer, executor):
@@ -122,7 +134,14 @@ def test_the_episode_stops_cleanly_before_the_context_is_full(tokenizer, executo
     prompt = len(tokenizer.apply_chat_template(initial_messages(INSTRUCTION), add_generation_prompt=True))
     answer = len(tokenizer.encode(WRONG, add_special_tokens=False)) + 1
     # room for turn 0 and its feedback, not for a second answer after it
-    out, server = run(tokenizer, executor, [WRONG] * 3, prompt_length=prompt, response_length=answer + 40)
+    out, server = run(
+        tokenizer,
+        executor,
+        [WRONG] * 3,
+        prompt_length=prompt,
+        response_length=answer + 40,
+        max_turn_tokens=answer,
+    )
     assert out.extra_fields[STATS_FIELD]["context_cut"] == 1.0
     assert out.extra_fields[STATS_FIELD]["turns"] == 1
     assert all(len(ids) + max_tokens <= prompt + answer + 40 for ids, max_tokens in server.requests)

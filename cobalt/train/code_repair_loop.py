@@ -71,11 +71,11 @@ class CodeRepairLoop(AgentLoopBase):
                 f"(got {max_turns}, {min_turn_tokens}, {max_turn_tokens})"
             )
         self.max_turns = max_turns
-        self.max_turn_tokens = max_turn_tokens
         self.min_turn_tokens = min_turn_tokens
         self.thinking = thinking
         self.executor = executor or shared_executor(eval_concurrency)
         self.response_length = int(self.rollout_config.response_length)
+        self.max_turn_tokens = max_turn_tokens or max(1, self.response_length // max_turns)
         max_model_len = self.rollout_config.get("max_model_len")
         total = int(self.rollout_config.prompt_length) + self.response_length
         self.context_length = min(total, int(max_model_len)) if max_model_len else total
@@ -88,14 +88,14 @@ class CodeRepairLoop(AgentLoopBase):
     def turn_budget(self, context_ids: list[int], response_mask: list[int]) -> int:
         """Tokens the next turn may generate: within the response budget, the context window and
         the per-turn cap."""
-        budget = min(self.response_length - len(response_mask), self.context_length - len(context_ids))
-        return min(budget, self.max_turn_tokens) if self.max_turn_tokens else budget
+        room = min(self.response_length - len(response_mask), self.context_length - len(context_ids))
+        return min(room, self.max_turn_tokens)
 
     async def run(self, sampling_params: dict[str, Any], **kwargs) -> AgentLoopOutput:
         messages = [dict(m) for m in kwargs["raw_prompt"]]
         public_tests = _extra_info(kwargs)["public_test_cases"]
         prompt_ids = await self.ct_build_initial_tokens(messages)
-        context_ids, mask = list(prompt_ids), []
+        context_ids, mask, logprobs = list(prompt_ids), [], []
         texts, metrics, cut, passed = [], {}, False, False
         request_id = uuid4().hex
         while True:
@@ -109,8 +109,10 @@ class CodeRepairLoop(AgentLoopBase):
                 sampling_params={**sampling_params, "max_tokens": budget},
             )
             metrics["num_preempted"] = output.num_preempted if output.num_preempted is not None else -1
-            merged, mask, _ = await self.ct_merge_assistant_token(context_ids, output.token_ids, mask)
-            context_ids = merged.token_ids
+            merged, mask, logprobs = await self.ct_merge_assistant_token(
+                context_ids, output.token_ids, mask, logprobs if output.log_probs else None, output.log_probs
+            )
+            context_ids, logprobs = merged.token_ids, logprobs or []
             text = self.tokenizer.decode(output.token_ids, skip_special_tokens=True)
             texts.append(text)
             result = await self.executor.run(extract_code(text), public_tests)
@@ -119,11 +121,13 @@ class CodeRepairLoop(AgentLoopBase):
                 break
             previous = list(messages)
             add_turn(messages, text, result, self.thinking)  # COBALT's assistant + feedback turns
-            merged, new_mask, _ = await self.ct_merge_context_msg(previous, messages, context_ids, mask)
+            merged, new_mask, new_logprobs = await self.ct_merge_context_msg(
+                previous, messages, context_ids, mask, logprobs or None
+            )
             if self.turn_budget(merged.token_ids, new_mask) < self.min_turn_tokens:
                 cut = True  # the feedback fits, a repair would not: stop before the server is asked
                 break
-            context_ids, mask = merged.token_ids, new_mask
+            context_ids, mask, logprobs = merged.token_ids, new_mask, new_logprobs or []
         response_ids = context_ids[len(prompt_ids) :]
         stats = {"turns": len(texts), "context_cut": float(cut), "public_pass": float(passed)}
         if cut:
@@ -132,6 +136,7 @@ class CodeRepairLoop(AgentLoopBase):
             prompt_ids=prompt_ids,
             response_ids=response_ids[: self.response_length],
             response_mask=mask[: self.response_length],
+            response_logprobs=logprobs[: self.response_length] if logprobs else None,
             num_turns=2 * len(texts),
             metrics=metrics,
             extra_fields={TURNS_FIELD: texts, STATS_FIELD: stats, "turn_scores": [], "tool_rewards": []},
