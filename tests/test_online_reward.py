@@ -87,6 +87,7 @@ def test_verpo_mt_weighs_the_tests_over_the_group():
     assert repaired["reward_extra_info"]["outcome"] == 1.0
     assert repaired["reward_extra_info"]["dense"] == pytest.approx(0.5)
     assert echoed["reward_score"] == 0.0 and echoed["reward_extra_info"]["pass_rate"] == 0.5
+    assert repaired["reward_extra_info"]["improvement"] == 0.0  # no offline best to improve on
 
 
 def test_verpo_mt_refuses_several_reward_workers():

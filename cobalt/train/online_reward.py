@@ -125,7 +125,11 @@ class VerpoRewardManager(OnlineRewardManager):
         size = self.group_size[extra_info["is_val"]]
         group = await self.board.join(key, member, size, matrix)
         mine = group_rewards(group, self.dense_weight)[[m is matrix for m in group].index(True)]
-        details = {"pass_rate": sum(matrix[-1]) / len(matrix[-1]), "correctness": mine.outcome}
+        details = {
+            "pass_rate": sum(matrix[-1]) / len(matrix[-1]),
+            "correctness": mine.outcome,
+            "improvement": 0.0,
+        }
         extras = extra_info_for(mine.score, details, 0.0, failed, False)
         extras.update(episode_extras(stats), outcome=mine.outcome, dense=mine.dense)
         return {"reward_score": mine.score, "reward_extra_info": extras}
