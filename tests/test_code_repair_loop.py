@@ -46,7 +46,9 @@ class ScriptedServer:
         ids = self.tokenizer.encode(self.texts.pop(0), add_special_tokens=False)
         ids.append(self.tokenizer.convert_tokens_to_ids("<|im_end|>"))
         ids = ids[:max_tokens]
-        return TokenOutput(token_ids=ids, log_probs=[-0.5] * len(ids))
+        # the weights' versions the server generated with (veRL's staleness tags need them)
+        steps = {"min_global_steps": 3, "max_global_steps": 3 + len(self.requests)}
+        return TokenOutput(token_ids=ids, log_probs=[-0.5] * len(ids), extra_fields=steps)
 
 
 @pytest.fixture(scope="module")
@@ -116,6 +118,11 @@ def test_the_episode_stops_when_the_public_tests_pass(tokenizer, executor):
         out.response_mask
     )
     assert len(out.response_logprobs) == len(out.response_ids)
+
+
+def test_the_episode_carries_the_weight_versions_of_its_first_and_last_turns(tokenizer, executor):
+    out, _ = run(tokenizer, executor, [WRONG] * 3)
+    assert (out.extra_fields["min_global_steps"], out.extra_fields["max_global_steps"]) == (3, 6)
 
 
 def test_a_turn_gets_its_share_of_the_response_budget_by_default(tokenizer, executor):

@@ -96,7 +96,7 @@ class CodeRepairLoop(AgentLoopBase):
         public_tests = _extra_info(kwargs)["public_test_cases"]
         prompt_ids = await self.ct_build_initial_tokens(messages)
         context_ids, mask, logprobs = list(prompt_ids), [], []
-        texts, metrics, cut, passed = [], {}, False, False
+        texts, metrics, cut, passed, server_fields = [], {}, False, False, {}
         request_id = uuid4().hex
         while True:
             budget = self.turn_budget(context_ids, mask)
@@ -109,6 +109,7 @@ class CodeRepairLoop(AgentLoopBase):
                 sampling_params={**sampling_params, "max_tokens": budget},
             )
             metrics["num_preempted"] = output.num_preempted if output.num_preempted is not None else -1
+            server_fields = merge_server_fields(server_fields, output.extra_fields)
             merged, mask, logprobs = await self.ct_merge_assistant_token(
                 context_ids, output.token_ids, mask, logprobs if output.log_probs else None, output.log_probs
             )
@@ -139,8 +140,24 @@ class CodeRepairLoop(AgentLoopBase):
             response_logprobs=logprobs[: self.response_length] if logprobs else None,
             num_turns=2 * len(texts),
             metrics=metrics,
-            extra_fields={TURNS_FIELD: texts, STATS_FIELD: stats, "turn_scores": [], "tool_rewards": []},
+            extra_fields={
+                **server_fields,
+                TURNS_FIELD: texts,
+                STATS_FIELD: stats,
+                "turn_scores": [],
+                "tool_rewards": [],
+            },
         )
+
+
+def merge_server_fields(episode: dict, turn: dict) -> dict:
+    """The server's fields of an episode: the first turn's, with the weights' version of the latest
+    turn (veRL tags each row with the versions it was generated across, ``min/max_global_steps``)."""
+    if not episode:
+        return dict(turn)
+    if turn.get("max_global_steps") is not None:
+        return {**episode, "max_global_steps": turn["max_global_steps"]}
+    return episode
 
 
 def _extra_info(kwargs: dict) -> dict:
