@@ -11,6 +11,7 @@ the next user turn is the feedback COBALT's trajectories write (:func:`cobalt.da
 The episode ends when the public tests pass, after ``max_turns`` turns, or when the next turn would not
 fit: the loop never sends the server a prompt that leaves fewer than ``min_turn_tokens`` to generate
 (veRL's vLLM server raises ``ValueError`` when none is left), and such an episode is marked cut.
+A turn generates at most ``max_turn_tokens`` (default ``rollout.response_length // max_turns``).
 
 It returns ONE output per episode: the turn-0 prompt, then every assistant turn (``response_mask`` 1)
 and every feedback turn between them (``response_mask`` 0). The reward (the final turn on the hidden
