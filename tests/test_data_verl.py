@@ -143,3 +143,38 @@ def test_rlhf_dataset_reads_our_parquet(tmp_path, tiny_tokenizer_dir):
     assert item["raw_prompt"] == CONV and item["index"] == "a"
     assert item["extra_info"]["prev_best_pass_rate"] == 0.5
     assert json.loads(item["reward_model"]["ground_truth"]) == json.loads(TESTS)
+
+
+def online_problem(**fields):
+    problem = {
+        "id": 7,
+        "instruction": "Solve it.",
+        "public_test_cases": json.dumps({"inputs": ["1\n"], "outputs": ["2\n"]}),
+        "hidden_test_cases": json.dumps({"inputs": ["3\n"], "outputs": ["6\n"]}),
+    }
+    return {**problem, **fields}
+
+
+def test_an_online_row_picks_the_repair_loop_and_rewards_on_the_hidden_tests(tmp_path, tiny_tokenizer_dir):
+    from cobalt.common.prompts import initial_messages
+    from cobalt.data.verl_rows import online_row, write_parquet
+    from cobalt.train.code_repair_loop import AGENT_NAME
+
+    row = online_row(online_problem(), "train")
+    assert row["agent_name"] == AGENT_NAME
+    assert row["prompt"] == initial_messages("Solve it.")  # COBALT's turn-0 prompt
+    assert row["reward_model"]["ground_truth"] == online_problem()["hidden_test_cases"]
+    assert row["extra_info"]["public_test_cases"] == online_problem()["public_test_cases"]
+    write_parquet([row], tmp_path / "online.parquet")
+    item = load_with_verl(tmp_path / "online.parquet", tiny_tokenizer_dir, tmp_path / "cache")[0]
+    assert item["agent_name"] == AGENT_NAME  # veRL's agent-loop worker routes on this column
+    assert item["extra_info"]["public_test_cases"] == online_problem()["public_test_cases"]
+
+
+def test_an_online_row_without_hidden_tests_names_the_field():
+    from cobalt.data.verl_rows import online_row
+
+    problem = online_problem()
+    del problem["hidden_test_cases"]
+    with pytest.raises(DataError, match="hidden_test_cases"):
+        online_row(problem, "train", path="p.jsonl", line=3)

@@ -4,6 +4,10 @@ A row: ``data_source`` "code_taco_verified", ``prompt`` (chat messages), ``abili
 ``reward_model`` = {"style": "rule", "ground_truth": <test_cases JSON string>} (all of the
 problem's tests, as the reference), ``extra_info`` = {split, index, prev_best_pass_rate,
 instruction (single-turn) | conversation (multi-turn)}.
+
+An online row (:func:`online_row`, GRPO-MT and VeRPO-MT: one row per problem, n episodes each) also
+names its ``agent_name`` (the multi-turn repair loop), keeps the problem's HIDDEN tests as
+``ground_truth`` (the reward) and its public tests in ``extra_info.public_test_cases`` (the feedback).
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from cobalt.common.testcases import parse_test_cases
 from cobalt.data.sources import iter_local, require
 
 DATA_SOURCE = "code_taco_verified"
+ONLINE_AGENT = "cobalt_code_repair"  # cobalt.train.code_repair_loop.AGENT_NAME
 
 
 def _row(prompt: list[dict], test_cases: str, extra: dict) -> dict:
@@ -58,6 +63,27 @@ def single_turn_row(problem: dict, split: str, *, path=None, line=None) -> dict:
     return _row(initial_messages(instruction), tests, extra)
 
 
+def online_row(problem: dict, split: str, *, path=None, line=None) -> dict:
+    """A problem record → a row of the online methods (turn-0 prompt, hidden tests as the reward's
+    ground truth, public tests for the loop's feedback)."""
+    instruction = require(problem, "instruction", str, path=path, line=line)
+    tests = {}
+    for field in ("public_test_cases", "hidden_test_cases"):
+        tests[field] = require(problem, field, str, path=path, line=line)
+        parse_test_cases(tests[field], path=path, line=line, field=field)
+    extra = {
+        "split": split,
+        "index": problem.get("id", -1),
+        "prev_best_pass_rate": 0.0,
+        "instruction": instruction,
+        "public_test_cases": tests["public_test_cases"],
+    }
+    return {
+        **_row(initial_messages(instruction), tests["hidden_test_cases"], extra),
+        "agent_name": ONLINE_AGENT,
+    }
+
+
 def multi_turn_row(prompt: dict, split: str, *, path=None, line=None) -> dict:
     """A bandit prompt (from ``process_multi_turn_taco``) → a row."""
     conversation = _messages(prompt.get("conversation"), path=path, line=line, field="conversation")
@@ -77,8 +103,9 @@ def multi_turn_row(prompt: dict, split: str, *, path=None, line=None) -> dict:
     return _row(conversation, tests, extra)
 
 
-def rows_from_file(path: str | os.PathLike, split: str, multi_turn: bool) -> list[dict]:
-    make = multi_turn_row if multi_turn else single_turn_row
+def rows_from_file(path: str | os.PathLike, split: str, multi_turn: bool, make=None) -> list[dict]:
+    """Rows of a JSONL file, made by ``make`` (default: the multi- or single-turn row)."""
+    make = make or (multi_turn_row if multi_turn else single_turn_row)
     rows = [make(record, split, path=path, line=line) for line, record in iter_local(path)]
     if not rows:
         raise DataError("no records", path=path)
@@ -105,8 +132,9 @@ def write_parquet(rows: list[dict], path: str | os.PathLike, overwrite: bool = F
     return len(rows)
 
 
-def convert(train_file, val_file, local_dir, multi_turn: bool, overwrite: bool = False) -> dict:
-    """``train_file``/``val_file`` JSONL → ``local_dir/train.parquet`` and ``test.parquet``."""
+def convert(train_file, val_file, local_dir, multi_turn: bool, overwrite: bool = False, make=None) -> dict:
+    """``train_file``/``val_file`` JSONL → ``local_dir/train.parquet`` and ``test.parquet`` (rows made
+    by ``make``, e.g. :func:`online_row`; default: the multi- or single-turn row)."""
     outputs = {
         "train": os.path.join(local_dir, "train.parquet"),
         "test": os.path.join(local_dir, "test.parquet"),
@@ -116,7 +144,7 @@ def convert(train_file, val_file, local_dir, multi_turn: bool, overwrite: bool =
             if os.path.exists(out):
                 raise FileExistsError(f"{out} already exists; pass --overwrite to replace it")
     rows = {
-        "train": rows_from_file(train_file, "train", multi_turn),
-        "test": rows_from_file(val_file, "test", multi_turn),
+        "train": rows_from_file(train_file, "train", multi_turn, make),
+        "test": rows_from_file(val_file, "test", multi_turn, make),
     }
     return {split: write_parquet(rows[split], outputs[split], overwrite) for split in outputs}

@@ -5,8 +5,8 @@ veRL logs the reward manager's per-item ``reward_extra_info`` for validation onl
 registered by :mod:`cobalt.train.verl_plugin`) adds, for every training step,
 ``reward/<key>/mean`` for each key of :data:`cobalt.train.reward_manager.EXTRA_KEYS` (pass rate,
 the reward's parts correctness, improvement and format, format penalty rate, evaluator failure
-and timeout rates, acc) and
-``reward/evaluator_failure/count``, and ``reward/groups_with_spread/fraction`` (the GRPO groups
+and timeout rates, acc; for the online baselines also the episodes' turns, context cuts, public
+passes and VeRPO's outcome and dense terms) and ``reward/evaluator_failure/count``, and ``reward/groups_with_spread/fraction`` (the GRPO groups
 whose responses did not all score the same: the ones with a learning signal), plus the topology
 the step ran on: ``trainer/world_size`` (FSDP ranks) and ``trainer/rollout_replicas``.
 """
@@ -19,6 +19,7 @@ from verl.trainer.ppo.v1.trainer_base import register_trainer
 from verl.trainer.ppo.v1.trainer_sync import PPOTrainerSync
 
 from cobalt.common.stale import warn_if_stale
+from cobalt.train.online_reward import ONLINE_KEYS, VERPO_KEYS
 from cobalt.train.reward_manager import EXTRA_KEYS
 
 TRAINER_MODE = "cobalt_sync"
@@ -30,7 +31,7 @@ warn_if_stale("the cobalt_sync trainer", WRITTEN_FOR)
 def reward_extra_metrics(infos: list[dict]) -> dict[str, float]:
     """Means over the items that carry each key; the failure count."""
     metrics = {}
-    for key in EXTRA_KEYS:
+    for key in EXTRA_KEYS + ONLINE_KEYS + VERPO_KEYS:  # the online keys only where present
         values = [float(info[key]) for info in infos if isinstance(info, dict) and info.get(key) is not None]
         if values:
             metrics[f"reward/{key}/mean"] = float(np.mean(values))
