@@ -323,6 +323,15 @@ def test_the_grpo_mt_checks_rows_are_the_demo_problems_and_its_policy_the_cobalt
     assert rows["extra_info"][0]["public_test_cases"] == tests
 
 
+def test_the_check_refuses_a_method_it_does_not_know(tmp_path):
+    out = tmp_path / "run"
+    env = {**os.environ, "LEARNING_CHECK_DIR": str(out), "LEARNING_CHECK_METHOD": "ppo"}
+    proc = subprocess.run(
+        ["bash", str(ROOT / "scripts/learning_check.sh")], env=env, capture_output=True, text=True
+    )
+    assert proc.returncode == 2 and "expected cobalt or grpo_mt" in proc.stderr and not out.exists()
+
+
 # ---- the real check: COBALT GRPO on CPU ---------------------------------------------------------
 
 CHECK_ENV = {"WANDB_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0", "PYTHONUNBUFFERED": "1"}
