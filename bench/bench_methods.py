@@ -26,6 +26,7 @@ Nothing else is timed: the offline trajectories COBALT's prompts come from are n
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -53,6 +54,7 @@ SHARED = (
     "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu",
     "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu",
 )
+MICRO = tuple(key for key in SHARED if key.endswith("micro_batch_size_per_gpu"))
 VERPO = ("reward.reward_manager.name=VerpoRewardManager",)
 
 
@@ -203,7 +205,9 @@ def method_command(method: str, model: str, inputs: dict, args, run_dir: Path) -
     online = load_profile(online_profile)
     profile = cobalt_profile if method == "cobalt" else online_profile
     rows = Path(inputs["rows"]) / ("cobalt.parquet" if method == "cobalt" else "online.parquet")
-    overrides = [f"{key}={format_value(online.overrides[key])}" for key in SHARED]
+    overrides = [f"{key}={format_value(online.overrides[key])}" for key in SHARED if key not in MICRO]
+    # a micro-batch must divide the step's rows (prompts x samples)
+    overrides += [f"{key}={math.gcd(online.overrides[key], args.problems * args.samples)}" for key in MICRO]
     overrides += [
         f"data.train_files={rows}",
         f"data.val_files={rows}",

@@ -102,6 +102,7 @@ def test_every_method_gets_the_same_engine_evaluator_model_and_batches(tmp_path)
             s["actor_rollout_ref.model.path"] == inputs["model"] and s["actor_rollout_ref.rollout.n"] == "4"
         )
         assert s["data.train_batch_size"] == "2" and s["trainer.total_training_steps"] == "2"
+        assert all(8 % int(s[key]) == 0 for key in bench.MICRO)  # micro-batches divide 2 x 4 rows
     assert settings(cmds["cobalt"])["data.train_files"].endswith("cobalt.parquet")
     assert "actor_rollout_ref.rollout.agent.agent_loop_config_path" not in settings(cmds["cobalt"])
     assert settings(cmds["grpo_mt"])["data.train_files"].endswith("online.parquet")
