@@ -264,6 +264,22 @@ def test_training_step_metrics_say_what_the_rollout_cost():
     assert rollout_metrics([], [])["rollout/generate_s/mean"] == 0.0
 
 
+def test_a_dict_field_read_back_from_transfer_queue_becomes_plain_dicts():
+    """TransferQueue hands a dict field (the agent loop's metrics) back as a LinkedList of
+    TensorDicts, which has no ``tolist``: the step's metrics once failed on it."""
+    pytest.importorskip("transfer_queue")
+    import torch
+    from tensordict import TensorDict
+    from tensordict.utils import LinkedList
+
+    from cobalt.train.trainer import as_list, rollout_metrics
+
+    td = TensorDict({"generate_sequences": torch.tensor([2.0, 4.0])}, batch_size=[2])
+    rows = as_list(LinkedList([td[0], td[1]], td=td))
+    assert rollout_metrics(rows, [1, 1])["rollout/generate_s/mean"] == 3.0
+    assert as_list(["a", "b"]) == ["a", "b"]
+
+
 def test_a_broken_ground_truth_is_counted_as_an_evaluator_failure():
     import functools
 

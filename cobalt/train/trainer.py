@@ -76,6 +76,13 @@ def row_sums(mask) -> list[int]:
     return [int(row.sum()) for row in rows]
 
 
+def as_list(values) -> list:
+    """A TransferQueue field as a list of plain values: a stack's ``tolist()``, or the list it
+    already is (a dict field comes back as a list of TensorDicts), each TensorDict as a dict."""
+    items = values.tolist() if hasattr(values, "tolist") else list(values)
+    return [item.to_dict() if hasattr(item, "to_dict") else item for item in items]
+
+
 @register_trainer(TRAINER_MODE)
 class CobaltTrainerSync(PPOTrainerSync):
     def _compute_metrics(self, batch, metrics, timing_raw, global_steps, epoch):
@@ -97,6 +104,6 @@ class CobaltTrainerSync(PPOTrainerSync):
         real = [not tag.get("is_padding", False) for tag in batch.tags]
         rows = {}
         for field in fields:
-            values = row_sums(data[field]) if field.endswith("_mask") else data[field].tolist()
+            values = row_sums(data[field]) if field.endswith("_mask") else as_list(data[field])
             rows[field] = [value for value, keep in zip(values, real) if keep]
         return rows
