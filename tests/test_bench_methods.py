@@ -116,3 +116,14 @@ def test_cli_help_and_bad_methods(tmp_path):
     assert out.returncode == 0 and "--problems" in out.stdout and "--methods" in out.stdout
     bad = subprocess.run([*run, "--out", str(tmp_path), "--methods", "ppo"], capture_output=True, text=True)
     assert bad.returncode == 2 and "expected some of cobalt, grpo_mt, verpo_mt" in bad.stderr
+
+
+def test_figures_of_a_recorded_run():
+    """tests/data/bench_methods/: the bench's keys of the run in docs/benchmarks.md (2 steps each)."""
+    recorded = ROOT / "tests/data/bench_methods"
+    got = {m: bench.summarize(m, read_metrics(recorded / f"{m}.jsonl"), 2, 2.0) for m in bench.METHODS}
+    assert got["cobalt"]["step_s"] == pytest.approx(10.83, abs=0.01)
+    assert got["grpo_mt"]["example_s"] / got["cobalt"]["example_s"] == pytest.approx(1.24, abs=0.01)
+    for s in got.values():
+        assert s["generation_s"] + s["evaluation_s"] + s["update_s"] == pytest.approx(s["step_s"])
+    assert got["cobalt"]["requests"] == 8 and got["grpo_mt"]["requests"] == 8 * (2.75 + 1)
