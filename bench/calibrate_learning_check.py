@@ -1,6 +1,7 @@
 """Calibrate the learning check's margins: runs that cannot learn against runs that do.
 
     .venv/bin/python bench/calibrate_learning_check.py --out DIR [--seeds 1 2 3 4 5] [--summary-only]
+                                                       [--method cobalt|grpo_mt]
 
 For each seed, ``scripts/learning_check.sh`` runs twice into ``DIR``: ``learn<seed>`` as CI runs it
 and ``null<seed>`` with ``actor_rollout_ref.actor.optim.lr=0`` (the policy never changes, so any
@@ -31,13 +32,14 @@ from cobalt.train.learning_check import Criteria, judge, read_metrics, read_roll
 KINDS = {"learn": [], "null": ["actor_rollout_ref.actor.optim.lr=0"]}
 
 
-def run(out: Path, kind: str, seed: int) -> None:
+def run(out: Path, kind: str, seed: int, method: str = "cobalt") -> None:
     run_dir = out / f"{kind}{seed}"
     if (run_dir / "verdict.json").exists():
         return
     if run_dir.exists():  # an interrupted run: the script wants a new or empty directory
         shutil.rmtree(run_dir)
-    env = {**os.environ, "LEARNING_CHECK_SEED": str(seed), "LEARNING_CHECK_DIR": str(run_dir)}
+    env = {**os.environ, "LEARNING_CHECK_SEED": str(seed), "LEARNING_CHECK_DIR": str(run_dir),
+           "LEARNING_CHECK_METHOD": method}  # fmt: skip
     with open(out / f"{kind}{seed}.out", "w") as log:
         print(f"running {kind} seed {seed} -> {run_dir}", flush=True)
         subprocess.run(["bash", str(ROOT / "scripts/learning_check.sh"), *KINDS[kind]], env=env, stdout=log,
@@ -97,12 +99,14 @@ def main(argv=None) -> int:
     p.add_argument("--out", required=True, type=Path, help="directory of the runs (kept; resumed)")
     p.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3, 4, 5])
     p.add_argument("--summary-only", action="store_true", help="summarize the runs already in --out")
+    p.add_argument("--method", choices=["cobalt", "grpo_mt"], default="cobalt",
+                   help="the check's method (LEARNING_CHECK_METHOD); give each its own --out")  # fmt: skip
     args = p.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     if not args.summary_only:
         for seed in args.seeds:
             for kind in KINDS:
-                run(args.out.resolve(), kind, seed)
+                run(args.out.resolve(), kind, seed, args.method)
     print(summary(args.out, args.seeds, Criteria()))
     return 0
 

@@ -6,14 +6,25 @@
 # metrics file (file logger), its rollout dump (rollouts/<step>.jsonl: the verdict pairs the
 # reward gain by prompt) and the trainer's log in the output directory.
 # Environment: LEARNING_CHECK_DIR (output directory, new or empty; default
-# runs/learning_check/<UTC time>-<pid>), LEARNING_CHECK_SEED (data order and rollout sampling; 1).
-# Profile: configs/train/learning_check.yaml. Verdict: cobalt/train/learning_check.py.
+# runs/learning_check/<UTC time>-<pid>), LEARNING_CHECK_SEED (data order and rollout sampling; 1),
+# LEARNING_CHECK_METHOD (cobalt, the default: bandit prompts of the demo's offline trajectories;
+# grpo_mt: online multi-turn GRPO on the demo's problems).
+# Profiles: configs/train/learning_check.yaml, learning_check_grpo_mt.yaml. Verdict: cobalt/train/learning_check.py.
 # Docs: docs/training.md ("The learning check").
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 PYTHON=${PYTHON:-$ROOT/.venv/bin/python}
 OUT=${LEARNING_CHECK_DIR:-$ROOT/runs/learning_check/$(date -u +%Y%m%d-%H%M%S)-$$}
 SEED=${LEARNING_CHECK_SEED:-1}
+METHOD=${LEARNING_CHECK_METHOD:-cobalt}
+case "$METHOD" in
+  cobalt) PROFILE=learning_check ROWS=demo/train.parquet METHOD_ARGS=() ;;
+  grpo_mt)
+    PROFILE=learning_check_grpo_mt ROWS=demo/online/train.parquet
+    METHOD_ARGS=("actor_rollout_ref.rollout.agent.agent_loop_config_path=$ROOT/configs/train/agent_loops/code_repair.yaml")
+    ;;
+  *) echo "learning check: LEARNING_CHECK_METHOD is $METHOD; expected cobalt or grpo_mt" >&2; exit 2 ;;
+esac
 if [ -e "$OUT" ] && [ -n "$(ls -A "$OUT")" ]; then
   echo "learning check: $OUT is not empty; the check builds its data and policy afresh" >&2
   exit 2
@@ -24,14 +35,14 @@ export VERL_FILE_LOGGER_PATH=$OUT/metrics.jsonl
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 WANDB_MODE=${WANDB_MODE:-disabled}
 export RAY_USAGE_STATS_ENABLED=0
 unset RAY_ADDRESS  # always a private loopback Ray head of its own (with a fake GPU slot for veRL)
-echo "learning check: seed $SEED, output $OUT (trainer log: train.log)"
+echo "learning check: $METHOD, seed $SEED, output $OUT (trainer log: train.log)"
 started=$(date +%s)
 status=0
 # The trainer gets SIGTERM (and stops its Ray head) when this script dies, even by SIGKILL
 DIE_WITH_SCRIPT=()
 if command -v setpriv > /dev/null; then DIE_WITH_SCRIPT=(setpriv --pdeathsig TERM); fi
-"${DIE_WITH_SCRIPT[@]}" "$PYTHON" -m cobalt.train.launch --profile learning_check \
-  "data.train_files=$OUT/demo/train.parquet" "data.val_files=$OUT/demo/train.parquet" \
+"${DIE_WITH_SCRIPT[@]}" "$PYTHON" -m cobalt.train.launch --profile "$PROFILE" \
+  "data.train_files=$OUT/$ROWS" "data.val_files=$OUT/$ROWS" "${METHOD_ARGS[@]}" \
   "actor_rollout_ref.model.path=$OUT/policy" "trainer.default_local_dir=$OUT/checkpoints" \
   "trainer.rollout_data_dir=$OUT/rollouts" \
   "data.seed=$SEED" "actor_rollout_ref.rollout.seed=$SEED" "$@" > "$OUT/train.log" 2>&1 || status=$?

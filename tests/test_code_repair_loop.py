@@ -120,6 +120,13 @@ def test_the_episode_stops_when_the_public_tests_pass(tokenizer, executor):
     assert len(out.response_logprobs) == len(out.response_ids)
 
 
+def test_the_episode_times_its_generation_and_its_wait_for_the_public_tests(tokenizer, executor):
+    """veRL's per-episode metrics, which the step's rollout metrics (cobalt.train.trainer) add up."""
+    out, _ = run(tokenizer, executor, [WRONG, RIGHT])
+    assert out.metrics.tool_calls > 0  # two real sandbox runs
+    assert out.metrics.generate_sequences >= 0 and out.metrics.compute_score == 0  # scored later
+
+
 def test_the_episode_carries_the_weight_versions_of_its_first_and_last_turns(tokenizer, executor):
     out, _ = run(tokenizer, executor, [WRONG] * 3)
     assert (out.extra_fields["min_global_steps"], out.extra_fields["max_global_steps"]) == (3, 6)

@@ -286,19 +286,65 @@ def test_the_checks_evaluator_gives_the_default_evaluators_verdicts_on_its_probl
             assert verdicts[0] == verdicts[1], (problem["id"], code[:200])
 
 
+def test_the_grpo_mt_checks_rows_are_the_demo_problems_and_its_policy_the_cobalt_checks(
+    tmp_path, monkeypatch
+):
+    """The launcher prepares the GRPO-MT check: the demo where COBALT's check has it, the tiny policy
+    warmed up on the demo's bandit prompts with the same settings, one online row per problem."""
+    from cobalt.train import launch
+
+    demo = tmp_path / "demo"
+    (demo / "problems").mkdir(parents=True)
+    tests = json.dumps({"inputs": ["1\n"], "outputs": ["2\n"]})
+    problem = {
+        "id": "p1",
+        "instruction": "Print n + 1.",
+        "public_test_cases": tests,
+        "hidden_test_cases": tests,
+    }
+    for split in ("train", "dev"):
+        (demo / "problems" / f"{split}.jsonl").write_text(json.dumps(problem) + "\n")
+    ran = []
+    monkeypatch.setattr(launch, "_run_step", lambda what, cmd: ran.append(cmd))
+    online, cobalt = load_profile("learning_check_grpo_mt"), load_profile("learning_check")
+    overrides = [
+        f"data.train_files={demo}/online/train.parquet",
+        f"actor_rollout_ref.model.path={tmp_path}/p",
+    ]
+    launch.prepare(online, overrides)
+    demo_cmd, warm_cmd = ran
+    assert demo_cmd[demo_cmd.index("--out") + 1] == str(demo)  # not demo/online
+    assert warm_cmd[warm_cmd.index("--data") + 1] == str(demo / "train.parquet")
+    assert online.prepare["tiny_policy"] == cobalt.prepare["tiny_policy"]
+    import pandas as pd
+
+    rows = pd.read_parquet(demo / "online" / "train.parquet")
+    assert list(rows["agent_name"]) == ["cobalt_code_repair"]
+    assert rows["extra_info"][0]["public_test_cases"] == tests
+
+
+def test_the_check_refuses_a_method_it_does_not_know(tmp_path):
+    out = tmp_path / "run"
+    env = {**os.environ, "LEARNING_CHECK_DIR": str(out), "LEARNING_CHECK_METHOD": "ppo"}
+    proc = subprocess.run(
+        ["bash", str(ROOT / "scripts/learning_check.sh")], env=env, capture_output=True, text=True
+    )
+    assert proc.returncode == 2 and "expected cobalt or grpo_mt" in proc.stderr and not out.exists()
+
+
 # ---- the real check: COBALT GRPO on CPU ---------------------------------------------------------
 
 CHECK_ENV = {"WANDB_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0", "PYTHONUNBUFFERED": "1"}
 
 
-def run_check(out: Path, *overrides: str) -> tuple[subprocess.CompletedProcess, dict]:
+def run_check(out: Path, *overrides: str, method: str = "cobalt") -> tuple[subprocess.CompletedProcess, dict]:
     """``bash scripts/learning_check.sh`` into ``out`` on its own private Ray head (never the test
     session's cluster, which has no GPU slot for veRL); its output and the saved verdict."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("RAY_ADDRESS", "RAY_AUTH_TOKEN"))}
     proc = subprocess.run(
         ["bash", str(ROOT / "scripts/learning_check.sh"), *overrides],
         cwd=ROOT,
-        env={**env, **CHECK_ENV, "LEARNING_CHECK_DIR": str(out)},
+        env={**env, **CHECK_ENV, "LEARNING_CHECK_DIR": str(out), "LEARNING_CHECK_METHOD": method},
         capture_output=True,
         text=True,
         timeout=2400,  # measured 10 min on 2 cores (8 steps of 35-80 s, ~3 min of start-up); room for a busy CI
@@ -440,3 +486,22 @@ def test_learning_check_fails_when_rewards_go_to_the_wrong_responses(tmp_path):
     assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert verdict["passed"] is False and verdict["reasons"]
     assert "NOT LEARNED" in proc.stdout
+
+
+@pytest.mark.learning
+@pytest.mark.slow
+@pytest.mark.train
+@pytest.mark.parametrize("lr, learned", [(None, True), (0, False)], ids=["learns", "lr0"])
+def test_grpo_mt_learning_check(tmp_path, lr, learned):
+    """GRPO-MT's check (LEARNING_CHECK_METHOD=grpo_mt): the tiny policy's reward on the training
+    problems must rise, and must not at learning rate 0 (the policy never changes). Not in the
+    default suite (COBALT_LEARNING_CHECK=1): its time is in docs/benchmarks.md."""
+    pytest.importorskip("verl")
+    pytest.importorskip("vllm")
+    overrides = [] if lr is None else [f"actor_rollout_ref.actor.optim.lr={lr}"]
+    proc, verdict = run_check(tmp_path / "run", *overrides, method="grpo_mt")
+    assert proc.returncode == (0 if learned else 1), proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert verdict["passed"] is learned and "learning check: grpo_mt" in proc.stdout
+    metrics = read_metrics(tmp_path / "run" / "metrics.jsonl")
+    assert metrics[1]["reward/turns/mean"] >= 1  # episodes of the code-repair loop were scored
+    assert max(metrics[int(s)]["reward/context_cut/mean"] for s in verdict["rewards"]) < 1

@@ -242,6 +242,44 @@ def test_training_step_metrics_average_the_reward_extras():
     assert metrics["reward/evaluator_failure/count"] == 1.0
 
 
+def test_training_step_metrics_say_what_the_rollout_cost():
+    """Per-episode agent-loop timings (a loop sets only some) and the policy's tokens: the feedback
+    tokens of a multi-turn episode (response_mask 0) are not generated tokens."""
+    pytest.importorskip("transfer_queue")
+    import torch
+
+    from cobalt.train.trainer import rollout_metrics, row_sums
+
+    single_turn = {"generate_sequences": 2.0, "compute_score": 1.0}  # veRL's single-turn loop
+    episode = {"generate_sequences": 4.0, "tool_calls": 3.0, "compute_score": 2.0, "num_preempted": -1}
+    mask = torch.nested.as_nested_tensor(
+        [torch.tensor([1, 1, 1]), torch.tensor([1, 1, 0, 0, 0, 1, 1])], layout=torch.jagged
+    )
+    assert row_sums(mask) == [3, 4]
+    assert row_sums(torch.tensor([[1, 1, 0], [1, 0, 0]])) == [2, 1]  # padded
+    metrics = rollout_metrics([single_turn, episode], row_sums(mask))
+    assert metrics["rollout/episodes"] == 2 and metrics["rollout/generated_tokens"] == 7
+    assert metrics["rollout/generate_s/mean"] == 3.0 and metrics["rollout/public_tests_s/mean"] == 1.5
+    assert metrics["rollout/reward_s/mean"] == 1.5 and metrics["rollout/evaluator_wait_s/mean"] == 3.0
+    assert rollout_metrics([], [])["rollout/generate_s/mean"] == 0.0
+
+
+def test_a_dict_field_read_back_from_transfer_queue_becomes_plain_dicts():
+    """TransferQueue hands a dict field (the agent loop's metrics) back as a LinkedList of
+    TensorDicts, which has no ``tolist``: the step's metrics once failed on it."""
+    pytest.importorskip("transfer_queue")
+    import torch
+    from tensordict import TensorDict
+    from tensordict.utils import LinkedList
+
+    from cobalt.train.trainer import as_list, rollout_metrics
+
+    td = TensorDict({"generate_sequences": torch.tensor([2.0, 4.0])}, batch_size=[2])
+    rows = as_list(LinkedList([td[0], td[1]], td=td))
+    assert rollout_metrics(rows, [1, 1])["rollout/generate_s/mean"] == 3.0
+    assert as_list(["a", "b"]) == ["a", "b"]
+
+
 def test_a_broken_ground_truth_is_counted_as_an_evaluator_failure():
     import functools
 

@@ -17,13 +17,15 @@ It returns ONE output per episode: the turn-0 prompt, then every assistant turn 
 and every feedback turn between them (``response_mask`` 0). The reward (the final turn on the hidden
 tests) is put on the last token, so GRPO gives the whole episode one advantage: every turn of a
 session gets the session's advantage by construction. ``extra_fields`` carry what the reward manager
-and the step metrics need (:data:`TURNS_FIELD`, :data:`STATS_FIELD`).
+and the step metrics need (:data:`TURNS_FIELD`, :data:`STATS_FIELD`); veRL's per-episode ``metrics``
+the seconds spent generating (``generate_sequences``) and waiting for the public tests (``tool_calls``).
 """
 
 from __future__ import annotations
 
 import functools
 import logging
+import time
 from typing import Any
 from uuid import uuid4
 
@@ -97,18 +99,21 @@ class CodeRepairLoop(AgentLoopBase):
         public_tests = _extra_info(kwargs)["public_test_cases"]
         prompt_ids = await self.ct_build_initial_tokens(messages)
         context_ids, mask, logprobs = list(prompt_ids), [], []
-        texts, metrics, cut, passed, server_fields = [], {}, False, False, {}
+        texts, cut, passed, server_fields = [], False, False, {}
+        metrics = {"generate_sequences": 0.0, "tool_calls": 0.0}  # seconds, summed over the turns
         request_id = uuid4().hex
         while True:
             budget = self.turn_budget(context_ids, mask)
             if budget < self.min_turn_tokens:
                 cut = True
                 break
+            started = time.perf_counter()
             output = await self.server_manager.generate(
                 request_id=request_id,
                 prompt_ids=context_ids,
                 sampling_params={**sampling_params, "max_tokens": budget},
             )
+            metrics["generate_sequences"] += time.perf_counter() - started
             metrics["num_preempted"] = output.num_preempted if output.num_preempted is not None else -1
             server_fields = merge_server_fields(server_fields, output.extra_fields)
             merged, mask, logprobs = await self.ct_merge_assistant_token(
@@ -117,7 +122,9 @@ class CodeRepairLoop(AgentLoopBase):
             context_ids, logprobs = merged.token_ids, logprobs or []
             text = self.tokenizer.decode(output.token_ids, skip_special_tokens=True)
             texts.append(text)
+            started = time.perf_counter()
             result = await self.executor.run(extract_code(text), public_tests)
+            metrics["tool_calls"] += time.perf_counter() - started  # the wait for the public tests
             passed = pass_rate(result) == 1
             if passed or len(texts) >= self.max_turns:
                 break

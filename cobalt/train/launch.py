@@ -29,6 +29,7 @@ from pathlib import Path
 from cobalt.common.argtypes import non_negative_int
 from cobalt.common.cli import ArgumentParser
 from cobalt.common.errors import ConfigError
+from cobalt.data.verl_rows import convert, online_row
 from cobalt.serve.cluster import head_gpus, ray_cluster
 from cobalt.train import rehearsal
 from cobalt.train.attention import choose as choose_attention
@@ -54,11 +55,16 @@ def prepare(profile: Profile, overrides: list[str]) -> None:
     steps = profile.prepare
     train_file = Path(override_value(overrides, "data.train_files") or "")
     model_dir = Path(override_value(overrides, "actor_rollout_ref.model.path") or "")
-    if "demo_data" in steps and not train_file.exists():
-        cmd = [sys.executable, "-m", "cobalt.data.demo", "--out", str(train_file.parent)]
+    demo_file = demo_rows(train_file) if "online_rows" in steps else train_file
+    if "demo_data" in steps and not demo_file.exists():
+        cmd = [sys.executable, "-m", "cobalt.data.demo", "--out", str(demo_file.parent)]
         if (steps["demo_data"] or {}).get("limit"):
             cmd += ["--limit", str(steps["demo_data"]["limit"])]
         _run_step("demo data", cmd)
+    if "online_rows" in steps and not train_file.exists():
+        _log(f"preparing online rows: the problems of {demo_file.parent} -> {train_file.parent}")
+        problems = demo_file.parent / "problems"
+        convert(problems / "train.jsonl", problems / "dev.jsonl", train_file.parent, False, make=online_row)
     if "tiny_policy" in steps and not (model_dir / "config.json").exists():
         cmd = [
             sys.executable,
@@ -66,7 +72,7 @@ def prepare(profile: Profile, overrides: list[str]) -> None:
             "cobalt.train.tiny_policy",
             "warm",
             "--data",
-            str(train_file),
+            str(demo_file),
             "--out",
             str(model_dir),
         ]
@@ -78,6 +84,12 @@ def prepare(profile: Profile, overrides: list[str]) -> None:
             "SmolLM2 export",
             [sys.executable, "-m", "cobalt.train.tiny_policy", "smollm2", "--out", str(model_dir)],
         )
+
+
+def demo_rows(online_file: Path) -> Path:
+    """The demo's bandit rows behind a file of online rows ``<demo>/online/train.parquet``: the
+    online rows are built from the demo's problems and the tiny policy is warmed up on its prompts."""
+    return online_file.parent.parent / "train.parquet"
 
 
 def _run_step(what: str, cmd: list[str]) -> None:
