@@ -334,8 +334,16 @@ def fitted_lengths(profile_name: str, parquet: Path, tokenizer_dir: Path, multip
     ]
 
 
+def add_run_dir_arguments(parser, where: str) -> None:
+    """``--run-dir`` and ``--new``, which :func:`pick_run_dir` reads; ``where`` says where runs resume."""
+    parser.add_argument(
+        "--run-dir", default=None, help=f"run directory (default: resume the newest unfinished run {where})"
+    )
+    parser.add_argument("--new", action="store_true", help="start a new run even if an unfinished one exists")
+
+
 def pick_run_dir(runs: Path, explicit: str | None, new: bool) -> Path:
-    """``--run_dir``, else the newest unfinished run (to resume), else a new timestamped one."""
+    """``--run-dir``, else the newest unfinished run (to resume), else a new timestamped one."""
     if explicit:
         return Path(explicit)
     if not new and runs.exists():

@@ -39,7 +39,7 @@ from cobalt.common.config import config_path, from_dict, load_config
 from cobalt.common.errors import ConfigError
 from cobalt.common.jsonl import read_jsonl
 from cobalt.data.sources import file_shape
-from cobalt.pipeline import steps
+from cobalt.pipeline import stages, steps
 from cobalt.pipeline.stages import (
     ROOT,
     Chain,
@@ -756,13 +756,7 @@ def parser() -> ArgumentParser:
         "tokens, for trajectories and evaluation (default: the engine config's; engine_paper: the "
         "model's own window)",
     )
-    p.add_argument(
-        "--run-dir",
-        default=None,
-        help="run directory (default: resume the newest unfinished run of "
-        "this profile under runs/paper/, else a new one)",
-    )
-    p.add_argument("--new", action="store_true", help="start a new run even if an unfinished one exists")
+    stages.add_run_dir_arguments(p, "of this profile under runs/paper/, else a new one")
     p.add_argument(
         "--dry-run",
         action="store_true",

@@ -40,7 +40,7 @@ from cobalt.common.config import from_dict, load_config
 from cobalt.common.jsonl import load_jsonl, write_jsonl
 from cobalt.data.embedded import PROBLEM_SETS
 from cobalt.data.sources import file_shape
-from cobalt.pipeline import steps
+from cobalt.pipeline import stages, steps
 from cobalt.pipeline.stages import (
     ROOT,
     Chain,
@@ -479,13 +479,7 @@ def main(argv=None) -> int:
     p.add_argument(
         "--profile", default="quickstart", help="configs/<name>.yaml (quickstart_ci: the reduced run)"
     )
-    p.add_argument(
-        "--run-dir",
-        default=None,
-        help="run directory (default: resume the newest unfinished "
-        "run under runs/, else a new runs/<timestamp>)",
-    )
-    p.add_argument("--new", action="store_true", help="start a new run even if an unfinished one exists")
+    stages.add_run_dir_arguments(p, "under runs/, else a new runs/<timestamp>")
     p.add_argument(
         "--model", default=None, type=caller_path, help="a Hugging Face model directory instead of SmolLM2"
     )
