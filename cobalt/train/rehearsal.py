@@ -74,6 +74,9 @@ def plan(profile, extra: list[str] = (), prompts: str | None = None) -> Rehearsa
     overrides = {key: _filled(value, fill) for key, value in spec["overrides"].items()}
     for key in PATH_KEYS:
         overrides[key] = str(Path(overrides[key]).resolve())
+    for key in [key for key in overrides if key.endswith(".num_workers") and key in profile.overrides]:
+        # fewer helper workers than the profile's, never more (VeRPO-MT's group needs its one reward worker)
+        overrides[key] = min(int(overrides[key]), int(profile.overrides[key]))
     if prompts:
         tiled = str(Path(prompts).with_name(f"rehearsal_{profile.name}.parquet"))
         overrides |= {"data.train_files": tiled, "data.val_files": tiled}

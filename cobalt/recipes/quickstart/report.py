@@ -75,7 +75,9 @@ def grpo_steps(metrics_file: Path) -> list[dict]:
 
 
 def counts(files: dict[str, Path]) -> dict[str, int]:
-    trajectories = load_jsonl(files["trajectories"])
+    """Problems, trajectories, bandit prompts and training rows (an online method has neither
+    trajectories nor bandit prompts: 0)."""
+    trajectories = load_jsonl(files["trajectories"]) if "trajectories" in files else []
     return {
         "train_problems": len(load_jsonl(files["train"])),
         "heldout_problems": len(load_jsonl(files["heldout"])),
@@ -83,7 +85,7 @@ def counts(files: dict[str, Path]) -> dict[str, int]:
         "trajectories_with_spread": sum(
             any(max(row) > min(row) for row in r["all_pass_rates"]) for r in trajectories
         ),
-        "bandit_prompts": len(load_jsonl(files["bandit"])),
+        "bandit_prompts": len(load_jsonl(files["bandit"])) if "bandit" in files else 0,
         "train_rows": parquet_rows(files["parquet"] / "train.parquet"),
     }
 
