@@ -220,6 +220,46 @@ def test_the_rehearsal_runs_the_whole_chain_on_real_problems_to_a_report_beside_
     assert not (home / ".ray").exists()
 
 
+@pytest.mark.slow
+@pytest.mark.train
+@pytest.mark.memory_heavy
+def test_the_grpo_mt_rehearsal_trains_the_baseline_on_real_problems_and_evaluates_it_as_cobalt(
+    real_inputs, tmp_path
+):
+    """``--rehearse --method grpo_mt`` on the real APPS problems: the problems and the base model's
+    evaluation as COBALT's chain makes them, no trajectories, one online row per training problem,
+    one GRPO-MT step at its profile's 8 ranks, the same evaluation of the trained model. Heavy:
+    about as long as COBALT's rehearsal above (~20 min in CI) less its trajectories."""
+    from cobalt.recipes.paper.report import NOT_KNOWN
+
+    run_dir, home = tmp_path / "run", tmp_path / "home"
+    home.mkdir()
+    command = (
+        "bash scripts/reproduce_paper.sh --rehearse --method grpo_mt --profile grpo_mt_qwen3_8b "
+        "--taco taco_verified.json --lcb test6.jsonl"
+    )
+    proc = run(command, real_inputs, home, timeout=3000, extra=["--run_dir", str(run_dir)])
+    assert proc.returncode == 0, proc.stdout[-5000:] + proc.stderr[-3000:]
+    report = json.loads((run_dir / "report/report.json").read_text())
+    stages = report["stages"]
+    assert "veRL parquet (online rows, one per problem)" in stages and "GRPO" in stages, sorted(stages)
+    assert not [s for s in stages if s.startswith(("bandit prompts", "perturbed public tests (train)"))]
+    assert not (run_dir / "trajectories").exists()
+    commands = report["commands"]
+    assert "--profile grpo_mt_qwen3_8b" in commands["grpo"] and "--rehearse_prompts" in commands["grpo"]
+    assert "verl_online/train.parquet" in commands["grpo"]
+    step = (run_dir / "logs/grpo.log").read_text(errors="replace").rsplit("rehearsal step: ", 1)[1]
+    assert '"world_size": 8' in step and '"rollout_replicas": 8' in step, step[:600]
+    metrics = json.loads((run_dir / "checkpoints/metrics.jsonl").read_text().splitlines()[-1])["data"]
+    assert 1 <= metrics["reward/turns/mean"] <= 3 and "reward/context_cut/mean" in metrics, sorted(metrics)
+    for key in ("livecodebench", "taco_dev"):
+        assert len(report[key]["pass_at_1"]["trained"]["pass_at_1"]) == 1 + report["setting"]["eval_turns"]
+    md = (run_dir / "report/report.md").read_text()
+    assert md.startswith("# GRPO-MT, the paper's chain") and NOT_KNOWN in md
+    assert report["setting"]["method"] == "grpo_mt" and report["setting"]["perturbed_mix"] is None
+    assert not (home / ".ray").exists()
+
+
 def test_the_chains_head_is_sized_for_the_profile_and_a_gpu_run_checks_the_gpus_first(monkeypatch):
     from cobalt.common.config import from_dict, load_config
     from cobalt.pipeline.stages import Run
