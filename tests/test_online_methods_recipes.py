@@ -161,3 +161,20 @@ def test_the_paper_report_of_a_baseline_never_invents_the_papers_figure(tmp_path
     assert f"| TACO-dev, perturbed public tests | trained | {NOT_KNOWN} |" in md
     assert "38.5" not in md and "56.9" not in md
     assert "| method | VeRPO-MT, with VeRPO's reward equations" in md and "cobalt/reward/verpo.py" in md
+
+
+def test_the_papers_chain_refuses_a_profile_of_another_method_and_cobalts_trajectories(capsys, tmp_path):
+    from cobalt.recipes.paper.reproduce import main
+
+    taco, lcb = tmp_path / "taco.jsonl", tmp_path / "lcb.jsonl"
+    for path in (taco, lcb):
+        path.write_text("{}\n")
+    files = ["--taco", str(taco), "--lcb", str(lcb)]
+    assert main(["--method", "grpo_mt", "--profile", "multi_turn_qwen3_8b", *files, "--dry-run"]) == 2
+    assert "error: training profile multi_turn_qwen3_8b trains method cobalt, not grpo_mt" in (
+        capsys.readouterr().err
+    )
+    with pytest.raises(SystemExit) as stopped:
+        main(["--method", "verpo_mt", "--profile", "verpo_mt_qwen3_8b", *files, "--trajectories", str(taco)])
+    assert stopped.value.code == 2
+    assert "--trajectories are COBALT's: --method verpo_mt trains on the problems" in capsys.readouterr().err

@@ -1,6 +1,6 @@
 """The steps the recipes share, each defined once: the model export, the TACO and LiveCodeBench
-preprocessing, bandit prompts and their veRL parquet, the online methods' rows, GRPO (and when it is done), the run's Ray
-cluster, the evaluation chains and the size of the run's private Ray head. Each is a stage of a
+preprocessing, bandit prompts and their veRL parquet, the online methods' rows, GRPO (and when it
+is done), the run's Ray cluster, the evaluation chains and the size of the run's private Ray head. Each is a stage of a
 :class:`~cobalt.pipeline.stages.Run`, skipped when its output is complete."""
 
 from __future__ import annotations

@@ -830,6 +830,8 @@ def main(argv=None) -> int:
         return dry_run(cfg, inputs, args)
     if args.trajectories_perturbed and not args.trajectories:
         p.error("--trajectories_perturbed goes with --trajectories")
+    if args.trajectories and inputs.online:
+        p.error(f"--trajectories are COBALT's: --method {args.method} trains on the problems themselves")
     return run_paper_chain(cfg, inputs, args)
 
 
