@@ -321,7 +321,7 @@ def header(run: RunRecord, report: dict, warm: dict) -> list[str]:
     c = report["counts"]
     evaluated = report["heldout"]["comparison"]["problem_set"] if "heldout" in report else "held-out"
     return [
-        f"# COBALT quickstart — {run.root.name}",
+        f"# {method_name(report)} quickstart — {run.root.name}",
         "",
         f"Profile `{run.profile}`; base model `{run.config['model']}` after an SFT warm-up on "
         f"{warm_up_source(run, warm)} ({warm['steps']} step(s), loss "
@@ -350,7 +350,14 @@ def arm_line(report: dict) -> str:
             "control, the base fine-tuned with SFT on the training instances' programs (no GRPO, no "
             "COBALT reward)."
         )
-    return f"**Arm: trained** ({seeds}; warm-up seed {warm}): the base trained with COBALT's GRPO."
+    return f"**Arm: trained** ({seeds}; warm-up seed {warm}): the base trained with {method_name(report)}'s GRPO."
+
+
+def method_name(report: dict) -> str:
+    """What the run's GRPO profile trains: COBALT, GRPO-MT or VeRPO-MT."""
+    from cobalt.train.profile import METHOD_NAMES, load_profile
+
+    return METHOD_NAMES[load_profile(report["config"].get("train_profile", "quickstart")).method]
 
 
 def reused(report: dict) -> str:
