@@ -89,6 +89,7 @@ class Inputs:
     allow_overlap: bool = False  # train even on problems that are also evaluated (experiments only)
     trajectories_perturbed: str | None = None
     method: str = "cobalt"  # what the profile trains (cobalt.train.profile.METHODS)
+    base_run: str | None = None  # a run of the chain whose problems and base evaluation this one takes
 
     @property
     def online(self) -> bool:
@@ -528,8 +529,68 @@ def makes_no_trajectories(inputs: Inputs) -> bool:
     return bool(single_turn(inputs.profile) or inputs.online or inputs.trajectories)
 
 
+# ------------------------------------------------------------------------------------------- base
+# what a run's problems and base evaluation are made of, relative to its directory
+BASE_PARTS = (
+    rundir.TACO,
+    rundir.LCB,
+    rundir.perturbed("dev"),
+    rundir.MODELS_SMOLLM2,
+    "eval_base",
+    "eval_base_dev",
+)
+
+
+def base_key(cfg: PaperConfig, inputs: Inputs) -> dict:
+    """What the problems and the base model's evaluation depend on: two runs with the same key
+    make the same base, whatever they train."""
+    engine = cfg.engine_config if cfg.max_model_len is None else rundir.ENGINE  # the run's own file
+    return {
+        "files": [str(Path(f).resolve()) if f else None for f in (inputs.taco, inputs.lcb, inputs.taco_dev)],
+        "model": str(cfg.model or profile_model(inputs.profile)),
+        "engine_config": engine,
+        **{
+            key: getattr(cfg, key)
+            for key in (
+                "sampling",
+                "taco_dev_ratio",
+                "max_problems",
+                "max_model_len",
+                "eval_samples",
+                "eval_turns",
+            )
+        },
+    }
+
+
+def take_base(run: Run, inputs: Inputs) -> None:
+    """Record this run's base key (``base.json``) and, with ``--base_run``, copy that run's problems
+    and base evaluation when its key is this run's (e.g. a baseline trained beside COBALT's run):
+    their stages are then done already; an unfinished one resumes here."""
+    import shutil
+
+    mine = base_key(run.cfg, inputs)
+    if inputs.base_run:
+        source = Path(inputs.base_run)
+        path = source / rundir.BASE
+        theirs = json.loads(path.read_text()) if path.exists() else None
+        if theirs != mine:
+            differ = sorted(k for k in mine if (theirs or {}).get(k) != mine[k])
+            raise ValueError(
+                f"--base_run {source}: not a base of this run ({', '.join(differ)} differ, {path})"
+            )
+        for part in BASE_PARTS:
+            if (source / part).exists() and not (run.root / part).exists():
+                (run.root / part).parent.mkdir(parents=True, exist_ok=True)
+                copy = shutil.copytree if (source / part).is_dir() else shutil.copy2
+                copy(source / part, run.root / part)
+        run.log(f"base taken from {source}: the problems and the base model's evaluation")
+    rundir.write_atomically(run.root / rundir.BASE, json.dumps(mine, indent=1))
+
+
 def run_chain(run: Run, inputs: Inputs) -> Path:
     started = time.monotonic()
+    take_base(run, inputs)
     refuse_overlap(run, inputs)
     files = problems(run, inputs)
     refuse_empty(files, trains_on_perturbed=not makes_no_trajectories(inputs))
@@ -743,6 +804,14 @@ def parser() -> ArgumentParser:
         action="store_true",
         help="train even on problems that are also "
         "evaluated (same statement or tests); for experiments: the report says so first",
+    )
+    p.add_argument(
+        "--base-run",
+        default=None,
+        type=caller_path,
+        help="a run directory of this chain, with the same files and settings, whose problems and base "
+        "model's evaluation this run takes instead of making them (e.g. to train a baseline beside "
+        "COBALT's run: --method grpo_mt --base-run runs/paper/multi_turn_qwen3_8b/<time>)",
     )
     p.add_argument("--address", default=None, help="a running Ray cluster (HOST:PORT) for every stage")
     p.add_argument(
