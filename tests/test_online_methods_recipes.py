@@ -181,11 +181,16 @@ def test_the_papers_chain_refuses_a_profile_of_another_method_and_cobalts_trajec
 
 
 def test_a_baseline_takes_the_problems_and_base_evaluation_of_cobalts_run_with_the_same_base(tmp_path):
-    from cobalt.recipes.paper.reproduce import take_base
+    from cobalt.recipes.paper.reproduce import record_base, take_base
 
     cfg = from_dict(PaperConfig, load_config("paper_rehearsal"))
     cobalt = Run(tmp_path / "cobalt", cfg, "multi_turn_qwen3_8b")
-    take_base(cobalt, Inputs("multi_turn_qwen3_8b", "taco.jsonl", "lcb.jsonl"))
+    online = Run(tmp_path / "grpo_mt", cfg, "grpo_mt_qwen3_8b")
+    inputs = Inputs(
+        "grpo_mt_qwen3_8b", "taco.jsonl", "lcb.jsonl", method="grpo_mt", base_run=str(cobalt.root)
+    )
+    with pytest.raises(ValueError, match="has not finished its base evaluation"):
+        take_base(online, inputs)
     for part in (
         "data/taco/taco_verified_filtered_train.jsonl",
         "data/lcb_test6.jsonl",
@@ -194,20 +199,17 @@ def test_a_baseline_takes_the_problems_and_base_evaluation_of_cobalts_run_with_t
         (cobalt.root / part).parent.mkdir(parents=True, exist_ok=True)
         (cobalt.root / part).write_text("{}\n")
     (cobalt.root / "data/bandit_trajectories.jsonl").write_text("{}\n")
+    record_base(cobalt, Inputs("multi_turn_qwen3_8b", "taco.jsonl", "lcb.jsonl"))
 
-    online = Run(tmp_path / "grpo_mt", cfg, "grpo_mt_qwen3_8b")
-    inputs = Inputs(
-        "grpo_mt_qwen3_8b", "taco.jsonl", "lcb.jsonl", method="grpo_mt", base_run=str(cobalt.root)
-    )
     take_base(online, inputs)
     assert (online.root / "eval_base/eval.jsonl").read_text() == "{}\n"
     assert (online.root / "data/taco/taco_verified_filtered_train.jsonl").exists()
     assert not (online.root / "data/bandit_trajectories.jsonl").exists()  # COBALT's training data stays
 
     other = dataclasses.replace(cfg, eval_turns=3)
-    with pytest.raises(ValueError, match=r"not a base of this run \(eval_turns differ"):
+    with pytest.raises(ValueError, match=r"made with other settings \(eval_turns: theirs 2, this run's 3\)"):
         take_base(Run(tmp_path / "other", other, "grpo_mt_qwen3_8b"), inputs)
-    with pytest.raises(ValueError, match=r"not a base of this run \(files differ"):
+    with pytest.raises(ValueError, match=r"made with other settings \(files: "):
         take_base(
             Run(tmp_path / "files", cfg, "grpo_mt_qwen3_8b"), dataclasses.replace(inputs, lcb="x.jsonl")
         )

@@ -39,7 +39,7 @@ from cobalt.common.config import config_path, from_dict, load_config
 from cobalt.common.errors import ConfigError
 from cobalt.common.jsonl import read_jsonl
 from cobalt.data.sources import file_shape
-from cobalt.pipeline import steps
+from cobalt.pipeline import base, steps
 from cobalt.pipeline.stages import (
     ROOT,
     Chain,
@@ -530,7 +530,7 @@ def makes_no_trajectories(inputs: Inputs) -> bool:
 
 
 # ------------------------------------------------------------------------------------------- base
-# what a run's problems and base evaluation are made of, relative to its directory
+# what a run's problems, base model and base evaluation are made of, relative to its directory
 BASE_PARTS = (
     rundir.TACO,
     rundir.LCB,
@@ -564,28 +564,15 @@ def base_key(cfg: PaperConfig, inputs: Inputs) -> dict:
 
 
 def take_base(run: Run, inputs: Inputs) -> None:
-    """Record this run's base key (``base.json``) and, with ``--base_run``, copy that run's problems
-    and base evaluation when its key is this run's (e.g. a baseline trained beside COBALT's run):
-    their stages are then done already; an unfinished one resumes here."""
-    import shutil
-
-    mine = base_key(run.cfg, inputs)
+    """With ``--base_run``: that run's problems and base evaluation, when its base key is this run's
+    (e.g. a baseline trained beside COBALT's run; :mod:`cobalt.pipeline.base`)."""
     if inputs.base_run:
-        source = Path(inputs.base_run)
-        path = source / rundir.BASE
-        theirs = json.loads(path.read_text()) if path.exists() else None
-        if theirs != mine:
-            differ = sorted(k for k in mine if (theirs or {}).get(k) != mine[k])
-            raise ValueError(
-                f"--base_run {source}: not a base of this run ({', '.join(differ)} differ, {path})"
-            )
-        for part in BASE_PARTS:
-            if (source / part).exists() and not (run.root / part).exists():
-                (run.root / part).parent.mkdir(parents=True, exist_ok=True)
-                copy = shutil.copytree if (source / part).is_dir() else shutil.copy2
-                copy(source / part, run.root / part)
-        run.log(f"base taken from {source}: the problems and the base model's evaluation")
-    rundir.write_atomically(run.root / rundir.BASE, json.dumps(mine, indent=1))
+        base.adopt(run.root, base_key(run.cfg, inputs), Path(inputs.base_run), BASE_PARTS, run.log)
+
+
+def record_base(run: Run, inputs: Inputs) -> None:
+    """``base.json`` once the base evaluation is written: what another run may take (``--base_run``)."""
+    base.record(run.root, base_key(run.cfg, inputs), base.files_under(run.root, BASE_PARTS))
 
 
 def run_chain(run: Run, inputs: Inputs) -> Path:
@@ -613,6 +600,7 @@ def run_chain(run: Run, inputs: Inputs) -> Path:
     trained_evals: dict[str, Path] = {}
     with chain_cluster(run, inputs):
         base_stages()
+        record_base(run, inputs)
         stop_engine(run)  # the trainer needs the memory
         train_file = training_data(run, inputs, files, evaluated, str(model), base_evals.get("eval_base_dev"))
         trained = grpo(run, train_file, str(model))
