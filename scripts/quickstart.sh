@@ -5,6 +5,7 @@
 #   bash scripts/quickstart.sh --problems F          # problem records, or TACO-verified / LiveCodeBench as shipped
 #   bash scripts/quickstart.sh --model DIR --engine-config engine_paper --train-profile ... [--num-gpus N]
 #   bash scripts/quickstart.sh --profile generalize --train-seed 1 [--arm control]   # a seed; the control arm
+#   bash scripts/quickstart.sh --method grpo_mt      # an online baseline instead of COBALT (grpo_mt, verpo_mt)
 # Re-running resumes the newest unfinished run under runs/; the report is runs/<id>/report/report.md.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)

@@ -5,6 +5,7 @@
 #   bash scripts/reproduce_paper.sh ... --dry-run     # every stage's settings and the GPUs it needs
 #   bash scripts/reproduce_paper.sh ... --preflight   # the checks only: exit 1 if one fails (a job's gate)
 #   bash scripts/reproduce_paper.sh ... --rehearse    # the same chain cut down for a CPU
+#   bash scripts/reproduce_paper.sh --method grpo_mt --profile grpo_mt_qwen3_8b ...   # a baseline (grpo_mt, verpo_mt)
 #   bash scripts/reproduce_paper.sh ... -- KEY=VALUE  # hydra overrides for the GRPO stage (after the profile's)
 # Re-running resumes the newest unfinished run under runs/paper/<profile>/.
 set -euo pipefail

@@ -388,3 +388,15 @@ def test_the_report_says_which_arm_and_training_seed_the_run_is(tmp_path):
     )
     assert "## Control SFT" in md and "30 step(s) of batch 4, lr 0.0001, seed 2, loss 1.5 → 0.5" in md
     assert "## GRPO training" not in md
+
+
+def test_the_report_of_an_online_method_names_it_and_counts_no_trajectories(tmp_path):
+    run = quickstart_run_dir(tmp_path)
+    files = {k: v for k, v in run.files.items() if k not in ("trajectories", "bandit")}
+    online = dataclasses.replace(
+        run, files=files, config={**run.config, "train_profile": "grpo_mt_quickstart"}
+    )
+    md = write_report(online).read_text()
+    report = json.loads((tmp_path / "report/report.json").read_text())
+    assert md.startswith("# GRPO-MT quickstart — ") and "the base trained with GRPO-MT's GRPO" in md
+    assert report["counts"]["trajectories"] == report["counts"]["bandit_prompts"] == 0

@@ -1,4 +1,5 @@
-"""Each recipe's dry run prints what it printed before the pipeline's refactor (issue 46): the
+"""Each recipe's dry run prints what it printed before the pipeline's refactor (issue 46), and each
+online method's (issue 47) what it printed when added: the
 outputs are kept under tests/golden/dry_runs/, their temporary and checkout paths normalized.
 COBALT_REGEN_GOLDEN=1 rewrites them (only on purpose: a changed golden is a changed behaviour)."""
 
@@ -43,6 +44,18 @@ CASES = {
     "paper_single_turn_r1_distill_llama_8b": [*PAPER, "single_turn_r1_distill_llama_8b"],
     "paper_rehearse": [*PAPER, "multi_turn_qwen3_8b", "--rehearse"],
     "paper_small": [*PAPER, "multi_turn_qwen3_8b", "--max_problems", "2", "--max_model_len", "16384"],
+    "paper_grpo_mt_qwen3_8b": [*PAPER, "grpo_mt_qwen3_8b", "--method", "grpo_mt"],
+    "paper_verpo_mt_qwen3_8b": [*PAPER, "verpo_mt_qwen3_8b", "--method", "verpo_mt"],
+    "paper_grpo_mt_rehearse": [*PAPER, "grpo_mt_qwen3_8b", "--method", "grpo_mt", "--rehearse"],
+    "quickstart_grpo_mt": ["cobalt.recipes.quickstart.run", "--method", "grpo_mt", "--dry-run"],
+    "generalize_verpo_mt": [
+        "cobalt.recipes.quickstart.run",
+        "--profile",
+        "generalize",
+        "--method",
+        "verpo_mt",
+        "--dry-run",
+    ],
     "design_plan": ["cobalt.recipes.design.design", "--plan"],
     "design_plan_json": ["cobalt.recipes.design.design", "--plan", "--json"],
     "design_smoke_plan": [

@@ -171,6 +171,8 @@ def real_inputs(tmp_path):
 def test_the_rehearsal_runs_the_whole_chain_on_real_problems_to_a_report_beside_the_papers_figures(
     real_inputs, tmp_path
 ):
+    """COBALT's chain rehearsed (~19 min in CI), then GRPO-MT's from its base (check_grpo_mt_rehearsal:
+    not yet timed; its GRPO step has 8 ranks, COBALT's 4)."""
     (command,) = commands_of("rehearsal")
     run_dir, home = tmp_path / "run", tmp_path / "home"
     home.mkdir()
@@ -217,6 +219,58 @@ def test_the_rehearsal_runs_the_whole_chain_on_real_problems_to_a_report_beside_
         "| LiveCodeBench (test6) | trained | — (model, " in md and "38.5" not in md.split("## Stage times")[0]
     )
     assert report["setting"]["split"] == "deterministic" and report["setting"]["perturbed_mix"] is True
+    assert not (home / ".ray").exists()
+    # GRPO-MT beside it (issue 47), from this run's problems and base evaluation (--base_run): the
+    # check costs its online rows, its GRPO step and the trained model's evaluation only
+    check_grpo_mt_rehearsal(real_inputs, home, tmp_path / "grpo_mt", base_run=run_dir)
+
+
+@pytest.mark.slow
+@pytest.mark.train
+@pytest.mark.memory_heavy
+@pytest.mark.skipif(
+    os.environ.get("COBALT_REHEARSE_GRPO_MT_ALONE") != "1",
+    reason="CI checks GRPO-MT beside COBALT's rehearsal, from its base; COBALT_REHEARSE_GRPO_MT_ALONE=1 runs it alone",
+)
+def test_the_grpo_mt_rehearsal_alone_makes_its_own_base(real_inputs, tmp_path):
+    """GRPO-MT's chain from scratch (its own problems and base evaluation): ~15 min on 2 cores."""
+    home = tmp_path / "home"
+    home.mkdir()
+    check_grpo_mt_rehearsal(real_inputs, home, tmp_path / "run")
+
+
+def check_grpo_mt_rehearsal(real_inputs: Path, home: Path, run_dir: Path, base_run: Path | None = None):
+    """``--rehearse --method grpo_mt`` on the real APPS problems (with ``base_run``: taking that
+    run's problems and base evaluation): no trajectories, one online row per training problem, one
+    GRPO-MT step at its profile's 8 ranks, the same evaluation of the trained model as COBALT's."""
+    from cobalt.recipes.paper.report import NOT_KNOWN
+
+    command = (
+        "bash scripts/reproduce_paper.sh --rehearse --method grpo_mt --profile grpo_mt_qwen3_8b "
+        "--taco taco_verified.json --lcb test6.jsonl"
+    )
+    extra = ["--run_dir", str(run_dir), *(["--base_run", str(base_run)] if base_run else [])]
+    proc = run(command, real_inputs, home, timeout=3000, extra=extra)
+    assert proc.returncode == 0, proc.stdout[-5000:] + proc.stderr[-3000:]
+    report = json.loads((run_dir / "report/report.json").read_text())
+    stages = report["stages"]
+    assert "veRL parquet (online rows, one per problem)" in stages and "GRPO" in stages, sorted(stages)
+    assert not [s for s in stages if s.startswith(("bandit prompts", "perturbed public tests (train)"))]
+    if base_run:  # taken, not made again: those stages were done already
+        assert stages["TACO-verified → problems"]["seconds"] == 0.0, stages
+    assert not (run_dir / "trajectories").exists()
+    commands = report["commands"]
+    assert "--profile grpo_mt_qwen3_8b" in commands["grpo"] and "--rehearse_prompts" in commands["grpo"]
+    assert "verl_online/train.parquet" in commands["grpo"]
+    step = (run_dir / "logs/grpo.log").read_text(errors="replace").rsplit("rehearsal step: ", 1)[1]
+    assert '"world_size": 8' in step and '"rollout_replicas": 8' in step, step[:600]
+    metrics = json.loads((run_dir / "checkpoints/metrics.jsonl").read_text().splitlines()[-1])["data"]
+    assert 1 <= metrics["reward/turns/mean"] <= 3 and "reward/context_cut/mean" in metrics, sorted(metrics)
+    for key in ("livecodebench", "taco_dev"):
+        assert len(report[key]["pass_at_1"]["trained"]["pass_at_1"]) == 1 + report["setting"]["eval_turns"]
+    md = (run_dir / "report/report.md").read_text()
+    assert md.startswith("# GRPO-MT, the paper's chain") and NOT_KNOWN in md
+    assert report["setting"]["method"] == "grpo_mt" and report["setting"]["perturbed_mix"] is None
     assert not (home / ".ray").exists()
 
 

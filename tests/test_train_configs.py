@@ -253,8 +253,13 @@ print(json.dumps(result))
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     result = json.loads(proc.stdout.strip().splitlines()[-1])
+    managers = {
+        "cobalt": "CobaltRewardManager",
+        "grpo_mt": "OnlineRewardManager",
+        "verpo_mt": "VerpoRewardManager",
+    }
     assert {name: manager for name, (manager, _) in result.items()} == {
-        name: "OnlineRewardManager" if "grpo_mt" in name else "CobaltRewardManager" for name in PROFILES
+        name: managers[load_profile(name).method] for name in PROFILES
     }
     for name, (_, dtypes) in result.items():
         # CPU runs in float32 (bfloat16 matmuls are ~35x slower without AVX512-BF16); GPU in bf16
@@ -289,3 +294,58 @@ def test_scripts_pass_profile_and_overrides_through():
         check=True,
     ).stdout
     assert "data.max_prompt_length=2048" in json.loads(out)["command"]
+
+
+# the online baselines' paper profiles keep every setting of COBALT's run but these (docs/training.md,
+# "The online baselines"): the turn-0 prompt, 3 turns of response, the paper's 8 GPUs
+ONLINE_CHANGES = {
+    "max prompt 10,240 / 2,048 (data.max_prompt_length)": ("2048", 10240),
+    "max response 6,144 (data.max_response_length)": ("18432", 6144),
+    "4 GPUs (trainer.n_gpus_per_node)": ("8", 4),
+}
+
+
+@pytest.mark.parametrize(
+    "profile, method, manager",
+    [
+        ("grpo_mt_qwen3_8b", "grpo_mt", "OnlineRewardManager"),
+        ("verpo_mt_qwen3_8b", "verpo_mt", "VerpoRewardManager"),
+    ],
+)
+def test_online_paper_profiles_differ_from_cobalt_s_only_in_rollout_and_reward(profile, method, manager):
+    column = 2  # the multi-turn run's settings
+    assert differences_from_section_9(profile, column) == ONLINE_CHANGES
+    loaded = load_profile(profile)
+    assert loaded.method == method
+    assert loaded.overrides["reward.reward_manager.name"] == manager
+    assert loaded.overrides["actor_rollout_ref.rollout.max_model_len"] == 2048 + 18432
+    assert loaded.overrides["actor_rollout_ref.rollout.agent.agent_loop_config_path"].endswith(
+        "code_repair.yaml"
+    )
+    env = dry_run(profile)["env"]
+    assert {k: env.get(k) for k in PAPER_ENV} == PAPER_ENV
+
+
+def test_a_profile_of_another_method_or_an_unknown_method_is_refused(tmp_path):
+    from cobalt.train.profile import check_method
+
+    assert check_method("grpo_mt", "grpo_mt_cpu") == "grpo_mt"
+    with pytest.raises(ConfigError, match=r"trains method cobalt, not verpo_mt.*verpo_mt_qwen3_8b"):
+        check_method("verpo_mt", "multi_turn_qwen3_8b")
+    with pytest.raises(ConfigError, match="expected one of cobalt, grpo_mt, verpo_mt"):
+        check_method("ppo", "multi_turn_qwen3_8b")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("method: grpo\n")
+    with pytest.raises(ConfigError, match=r"bad\.yaml: method 'grpo'"):
+        load_profile(str(bad))
+
+
+@pytest.mark.parametrize("method", ["grpo_mt", "verpo_mt"])
+def test_online_r1_distill_profiles_are_the_qwen3_ones_with_the_other_model(method):
+    qwen, llama = load_profile(f"{method}_qwen3_8b"), load_profile(f"{method}_r1_distill_llama_8b")
+    own = ("actor_rollout_ref.model.path", "trainer.experiment_name", "trainer.default_local_dir")
+    assert llama.method == method
+    assert {k: v for k, v in llama.overrides.items() if k not in own} == {
+        k: v for k, v in qwen.overrides.items() if k not in own
+    }
+    assert llama.overrides["actor_rollout_ref.model.path"] == "deepseek-ai/DeepSeek-R1-Distill-Llama-8B"

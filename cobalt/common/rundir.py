@@ -14,7 +14,7 @@ from cobalt.common.jsonl import atomic_output
 
 STAGES = "stages.json"  # each stage's time and command (cobalt.pipeline.stages.Run)
 ARM = "arm.json"  # the arm and training seed a run directory was started with
-BASE = "base.json"  # the base a run made or adopted (cobalt.recipes.quickstart.base)
+BASE = "base.json"  # the base a run made or adopted (quickstart: base.py; the paper chain: its key)
 ENGINE = "engine.yaml"  # the engine config with the run's context (the paper's chain)
 REPORT_DIR = "report"
 REPORT_JSON = "report/report.json"

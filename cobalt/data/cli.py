@@ -78,8 +78,9 @@ def run(main: Callable[[], None]) -> None:
         sys.exit(2)
 
 
-def verl_preproc(description: str, multi_turn: bool) -> None:
-    """The two ``preproc/verl_preproc_*.py`` command lines: JSONL → train/test parquet."""
+def verl_preproc(description: str, multi_turn: bool, make=None) -> None:
+    """The ``preproc/verl_preproc_*.py`` command lines: JSONL → train/test parquet (rows made by
+    ``make``, e.g. :func:`cobalt.data.verl_rows.online_row`; default: the multi- or single-turn row)."""
     from cobalt.data.verl_rows import convert
 
     p = ArgumentParser(description=description)
@@ -94,5 +95,6 @@ def verl_preproc(description: str, multi_turn: bool) -> None:
         args.local_dir,
         multi_turn=multi_turn,
         overwrite=args.overwrite,
+        make=make,
     )
     print(f"wrote {counts['train']} train and {counts['test']} test rows to {args.local_dir}")

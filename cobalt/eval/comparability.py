@@ -33,6 +33,20 @@ NEEDS = {
 }
 
 
+# an online baseline's settings the paper does not give: (the paper's, this run's)
+METHOD_READINGS = {
+    "grpo_mt": (
+        "GRPO-MT, its reward terms, per-turn budget and loss weighting not given",
+        "this project's choices: COBALT's reward of the final turn on the hidden tests, a third of "
+        "the response budget a turn, one training row per episode (docs/training.md)",
+    ),
+    "verpo_mt": (
+        "VeRPO-MT, with VeRPO's reward equations (arXiv 2601.03525)",
+        "this project's reading of them, no equation of the paper read (cobalt/reward/verpo.py)",
+    ),
+}
+
+
 def read_setting(root: Path) -> dict | None:
     path = Path(root) / rundir.SETTING
     return json.loads(path.read_text()) if path.exists() else None
@@ -43,6 +57,8 @@ def differences(setting: dict | None) -> dict[str, tuple[str, str]]:
     if setting is None:
         return {"setting": ("recorded", "not recorded (a run from before data/setting.json)")}
     out = {}
+    if setting.get("method") in METHOD_READINGS:
+        out["method"] = METHOD_READINGS[setting["method"]]
     if setting.get("split") != PAPER["split"]:
         out["split"] = (
             "the authors' released train and perturbed dev (TACO-Cobalt, TACO-Cobalt-PTB)",

@@ -1,6 +1,6 @@
 """The steps the recipes share, each defined once: the model export, the TACO and LiveCodeBench
-preprocessing, bandit prompts and their veRL parquet, GRPO (and when it is done), the run's Ray
-cluster, the evaluation chains and the size of the run's private Ray head. Each is a stage of a
+preprocessing, bandit prompts and their veRL parquet, the online methods' rows, GRPO (and when it
+is done), the run's Ray cluster, the evaluation chains and the size of the run's private Ray head. Each is a stage of a
 :class:`~cobalt.pipeline.stages.Run`, skipped when its output is complete."""
 
 from __future__ import annotations
@@ -87,6 +87,26 @@ def verl_parquet(run: Run, stage: str, name: str, prompts: Path, validation: Pat
         validation,
     ]
     run.stage(stage, lambda: (out_dir / "train.parquet").exists(), lambda: run.command(name, cmd))
+    return out_dir
+
+
+def online_rows(run: Run, train: Path, validation: Path, out_dir: Path) -> Path:
+    """``preproc/verl_preproc_online.py``: the training problems as the online methods' veRL rows
+    (GRPO-MT, VeRPO-MT: one row per problem; no trajectories, no bandit prompts)."""
+    cmd = [
+        *python(ROOT / "preproc/verl_preproc_online.py"),
+        "--local_dir",
+        out_dir,
+        "--train_data_file",
+        train,
+        "--val_data_file",
+        validation,
+    ]
+    run.stage(
+        "veRL parquet (online rows, one per problem)",
+        lambda: (out_dir / "train.parquet").exists(),
+        lambda: run.command("parquet_online", cmd),
+    )
     return out_dir
 
 

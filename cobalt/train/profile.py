@@ -25,7 +25,14 @@ PROFILE_KEYS = {
     "prepare",
     "overrides",
     "single_turn",
+    "method",
 }
+
+# what a profile trains: COBALT's bandit GRPO on offline trajectories, or an online multi-turn
+# baseline (docs/training.md, "The online baselines"); a profile names its method (default cobalt)
+METHODS = ("cobalt", "grpo_mt", "verpo_mt")
+ONLINE_METHODS = ("grpo_mt", "verpo_mt")
+METHOD_NAMES = {"cobalt": "COBALT", "grpo_mt": "GRPO-MT", "verpo_mt": "VeRPO-MT"}
 
 
 @dataclasses.dataclass
@@ -41,6 +48,7 @@ class Profile:
     prepare: dict = dataclasses.field(default_factory=dict)
     overrides: dict = dataclasses.field(default_factory=dict)
     single_turn: bool = False  # trains on turn-0 prompts of the problems: no trajectory stages
+    method: str = "cobalt"  # one of METHODS
 
 
 PLUGIN_MODULES = "VERL_USE_EXTERNAL_MODULES"  # veRL imports these in every process that imports it
@@ -65,6 +73,8 @@ def load_profile(name: str) -> Profile:
     if unknown:
         raise ConfigError(f"{path}: unknown key(s) {unknown}; expected some of {sorted(PROFILE_KEYS)}")
     data["prepare"] = {k: v for k, v in (data.get("prepare") or {}).items() if v is not None}
+    if data.get("method", "cobalt") not in METHODS:
+        raise ConfigError(f"{path}: method {data['method']!r}; expected one of {', '.join(METHODS)}")
     return Profile(name=path.stem, **data)
 
 
@@ -280,6 +290,25 @@ ATTENTION_KEY = "actor_rollout_ref.model.override_config.attn_implementation"
 def single_turn(profile: str) -> bool:
     """Whether training profile ``profile`` trains on turn-0 prompts (no trajectory stages)."""
     return load_profile(profile).single_turn
+
+
+def profiles_of(method: str) -> list[str]:
+    """The shipped training profiles (``configs/train/*.yaml``) of ``method``."""
+    names = sorted(path.stem for path in (config_dir() / "train").glob("*.yaml"))
+    return [name for name in names if name != "common" and load_profile(name).method == method]
+
+
+def check_method(method: str, profile: str) -> str:
+    """``method`` when training profile ``profile`` trains it; ConfigError naming the profiles that do."""
+    if method not in METHODS:
+        raise ConfigError(f"--method {method!r}: expected one of {', '.join(METHODS)}")
+    own = load_profile(profile).method
+    if own != method:
+        raise ConfigError(
+            f"training profile {profile} trains method {own}, not {method}: pass a {method} profile "
+            f"({', '.join(profiles_of(method))}) or --method {own}"
+        )
+    return method
 
 
 def profile_model(profile: str) -> str:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from cobalt.common.config import config_dir, load_config
 from cobalt.common.errors import ConfigError
-from cobalt.train.profile import format_value, override, override_value
+from cobalt.train.profile import ONLINE_METHODS, format_value, override, override_value
 from cobalt.train.sft import prompt_ids
 from cobalt.train.tiny_policy import FAMILIES, WarmUpOptions, random_policy
 
@@ -74,6 +74,9 @@ def plan(profile, extra: list[str] = (), prompts: str | None = None) -> Rehearsa
     overrides = {key: _filled(value, fill) for key, value in spec["overrides"].items()}
     for key in PATH_KEYS:
         overrides[key] = str(Path(overrides[key]).resolve())
+    for key in [key for key in overrides if key.endswith(".num_workers") and key in profile.overrides]:
+        # fewer helper workers than the profile's, never more (VeRPO-MT's group needs its one reward worker)
+        overrides[key] = min(int(overrides[key]), int(profile.overrides[key]))
     if prompts:
         tiled = str(Path(prompts).with_name(f"rehearsal_{profile.name}.parquet"))
         overrides |= {"data.train_files": tiled, "data.val_files": tiled}
@@ -99,12 +102,9 @@ def plan(profile, extra: list[str] = (), prompts: str | None = None) -> Rehearsa
         prepare={},
         overrides={**profile.overrides, **overrides},
     )
-    # a single-turn profile trains on turn-0 prompts: the demo set has those too
-    single_turn = "single_turn" in str(profile.overrides.get("data.train_files", ""))
+    # a single-turn profile trains on turn-0 prompts, an online one on its rows: the demo set has both
     demo = work.parent / "demo"
-    source = (
-        Path(prompts) if prompts else demo / ("single_turn/train.parquet" if single_turn else "train.parquet")
-    )
+    source = Path(prompts) if prompts else demo / demo_prompts(profile)
     return Rehearsal(
         rehearsed,
         work,
@@ -115,6 +115,17 @@ def plan(profile, extra: list[str] = (), prompts: str | None = None) -> Rehearsa
         int(spec.get("demo_limit", 12)),
         source,
     )
+
+
+def demo_prompts(profile) -> str:
+    """The demo set's parquet (relative to it) whose prompts stand in for the profile's data."""
+    if profile.method in ONLINE_METHODS:
+        return ONLINE_DEMO
+    single_turn = "single_turn" in str(profile.overrides.get("data.train_files", ""))
+    return "single_turn/train.parquet" if single_turn else "train.parquet"
+
+
+ONLINE_DEMO = "online/train.parquet"  # the demo problems as the online methods' rows
 
 
 def _filled(value, fill: dict[str, str]):
@@ -147,6 +158,17 @@ def prepare(rehearsal: Rehearsal, overrides: list[str], log=print) -> list[str]:
         ]
         log(f"preparing demo data: {' '.join(cmd)}")
         subprocess.run(cmd, check=True)
+    if rehearsal.prompts == demo / ONLINE_DEMO and not rehearsal.prompts.exists():
+        from cobalt.data.verl_rows import convert, online_row
+
+        problems = demo / "problems"
+        convert(
+            problems / "train.jsonl",
+            problems / "dev.jsonl",
+            (demo / ONLINE_DEMO).parent,
+            False,
+            make=online_row,
+        )
     model_dir = Path(override_value(overrides, "actor_rollout_ref.model.path"))
     if not (model_dir / "config.json").exists():
         log(f"preparing a tiny random {rehearsal.family} model in {model_dir}")

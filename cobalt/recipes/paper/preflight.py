@@ -23,6 +23,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from cobalt.train.profile import ONLINE_METHODS
+
 CUDA13_MIN_DRIVER = "580.65.06"  # constraints/gpu.txt: CUDA 13.0's minimum Linux driver
 # The evaluator on real Codeforces solutions: 470 tests/s with all 16 cores of a node busy
 # (14,779 tests of 300 solutions, 64 requests at once), ~29 tests/s a core; ~50 tests a program.
@@ -34,6 +36,8 @@ TRAINED_TOKENS_PER_GPU_S = 4000  # FSDP: old and reference log-probs, forward an
 MEAN_ANSWER_SHARE = 0.5  # an answer's mean length, as a share of max_tokens, for GPU-hours
 BYTES_PER_TOKEN = 4  # text kept in JSONL records (UTF-8, ~4 characters a token)
 MAX_BANDIT_PER_PROBLEM = 4  # max-variance selection: at most 4 partial contexts a problem
+# The paper's training cost (reference section 10): seconds per training example and the GPUs
+PAPER_COST = {"COBALT": (16.9, 4), "the online multi-turn baseline": (26.7, 8)}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -274,16 +278,23 @@ def generation_cost(conversations: int, turns: int, budget: int) -> dict:
     }
 
 
-def grpo_cost(setting, prompts: float, budget: int) -> dict:
-    """GRPO's steps, rollout tokens, GPU-hours and checkpoint disk over ``prompts`` bandit prompts;
-    ``setting(key, default)``: the run's GRPO settings."""
-    batch, n = int(setting("data.train_batch_size", 128)), int(setting("actor_rollout_ref.rollout.n", 1))
+def example_gpu_seconds(setting, budget: int) -> float:
+    """GPU-seconds of one training example (a prompt with its ``rollout.n`` responses, or episodes):
+    generating the responses and training on prompt and responses, at the assumed throughputs."""
+    n = int(setting("actor_rollout_ref.rollout.n", 1))
     response = int(setting("data.max_response_length", budget))
     prompt = int(setting("data.max_prompt_length", 1024))
+    generating = n * response * MEAN_ANSWER_SHARE / GENERATED_TOKENS_PER_GPU_S
+    return generating + n * (prompt + response) * MEAN_ANSWER_SHARE / TRAINED_TOKENS_PER_GPU_S
+
+
+def grpo_cost(setting, prompts: float, budget: int) -> dict:
+    """GRPO's steps, rollout tokens, GPU-hours and checkpoint disk over ``prompts`` training
+    examples; ``setting(key, default)``: the run's GRPO settings."""
+    batch, n = int(setting("data.train_batch_size", 128)), int(setting("actor_rollout_ref.rollout.n", 1))
+    response = int(setting("data.max_response_length", budget))
     steps = max(1, int(setting("trainer.total_epochs", 1)) * math.ceil(prompts / batch))
     rollout = steps * batch * n * response
-    rollout_s = rollout * MEAN_ANSWER_SHARE / GENERATED_TOKENS_PER_GPU_S / 3600
-    training_s = steps * batch * n * (prompt + response) * MEAN_ANSWER_SHARE / TRAINED_TOKENS_PER_GPU_S / 3600
     saves = math.ceil(steps / int(setting("trainer.save_freq", steps) or steps))
     kept = setting("trainer.max_actor_ckpt_to_keep", None)
     if kept not in (None, "null"):  # veRL keeps every checkpoint unless told
@@ -294,7 +305,7 @@ def grpo_cost(setting, prompts: float, budget: int) -> dict:
     return {
         "steps_at_most": steps,
         "tokens_at_most": rollout,
-        "gpu_hours": round(rollout_s + training_s, 1),
+        "gpu_hours": round(steps * batch * example_gpu_seconds(setting, budget) / 3600, 1),
         "disk_gb": saves * checkpoint_gb,
         "checkpoints": saves,
     }
@@ -312,9 +323,70 @@ def assumptions(budget: int) -> dict:
     }
 
 
-def estimate(cfg, inputs, overrides: dict, single_turn: bool) -> dict:
-    """Tokens, GPU-hours and disk per stage, and the evaluator a GRPO step needs (module doc).
-    GRPO's GPU-hours take its own GPUs' wall time; inference's take every GPU of the node."""
+def online_turns(setting) -> int:
+    """An online method's most turns an episode: ``max_turns`` of the agent loop its profile registers."""
+    import yaml
+
+    from cobalt.common.config import config_dir
+
+    path = Path(str(setting("actor_rollout_ref.rollout.agent.agent_loop_config_path", "")))
+    loops = yaml.safe_load((path if path.is_absolute() else config_dir().parent / path).read_text())
+    return int(loops[0].get("max_turns", 1))
+
+
+def training_example(method: str, single_turn: bool, setting) -> str:
+    """What one training example is, as the paper counts it (a problem online, a bandit prompt for COBALT)."""
+    n = setting("actor_rollout_ref.rollout.n", 1)
+    if method in ONLINE_METHODS:
+        return f"a problem, with {n} episodes of up to {online_turns(setting)} turns"
+    if single_turn:
+        return f"a problem's turn-0 prompt, with {n} responses"
+    return f"a bandit prompt, i.e. a partial trajectory, with {n} responses"
+
+
+def per_example(setting, method: str, single_turn: bool, budget: int, gpus: int) -> dict:
+    """GPU-seconds per training example of this profile, beside the paper's (:data:`PAPER_COST`)."""
+    gpu_s = example_gpu_seconds(setting, budget)
+    return {
+        "method": method,
+        "training_example": training_example(method, single_turn, setting),
+        "gpu_seconds": round(gpu_s, 1),
+        "gpus": gpus,
+        "seconds": round(gpu_s / gpus, 1),
+        "paper": {
+            who: {"seconds": s, "gpus": g, "gpu_seconds": round(s * g, 1)}
+            for who, (s, g) in PAPER_COST.items()
+        },
+    }
+
+
+def per_example_line(entry: dict) -> str:
+    """The estimate's line: GPU-seconds per training example, the paper's figures beside it."""
+    paper = "; ".join(
+        f"{who} ≈ {p['seconds']} s per example on {p['gpus']} GPUs ({p['gpu_seconds']} GPU-s)"
+        for who, p in entry["paper"].items()
+    )
+    return (
+        f"estimate ({entry['method']}): {entry['gpu_seconds']} GPU-seconds per training example "
+        f"({entry['training_example']}), {entry['seconds']} s on {entry['gpus']} GPUs; the paper: {paper}"
+    )
+
+
+def evaluator_programs(setting, method: str) -> int:
+    """Programs the evaluator judges in a GRPO step, at most: each response once (COBALT); each turn
+    on the public tests, and the final turn (GRPO-MT) or every turn (VeRPO-MT) on the hidden ones."""
+    episodes = int(setting("data.train_batch_size", 128)) * int(setting("actor_rollout_ref.rollout.n", 1))
+    if method not in ONLINE_METHODS:
+        return episodes
+    turns = online_turns(setting)
+    return episodes * (turns + (turns if method == "verpo_mt" else 1))
+
+
+def estimate(cfg, inputs, overrides: dict, single_turn: bool, method: str = "cobalt") -> dict:
+    """Tokens, GPU-hours and disk per stage, the evaluator a GRPO step needs and the GPU-seconds
+    of a training example (module doc). GRPO's GPU-hours take its own GPUs' wall time;
+    inference's take every GPU of the node. An online method has no trajectory stage and one
+    training example per problem."""
     from cobalt.pipeline.stages import sampling
     from cobalt.serve.cluster import detect_gpus
 
@@ -328,18 +400,19 @@ def estimate(cfg, inputs, overrides: dict, single_turn: bool) -> dict:
     node_gpus = inputs.num_gpus if inputs.num_gpus is not None else detect_gpus()
     gpus = {"training": per_node * nodes, "inference": max(per_node * nodes, node_gpus * nodes)}
     stages = {}
-    if not single_turn:
+    online = method in ONLINE_METHODS
+    if not (single_turn or online):
         stages["trajectories (true and perturbed feedback)"] = generation_cost(
             2 * train * cfg.trajectory_samples, cfg.trajectory_turns, budget
         )
-    per_problem = 1 if single_turn else MAX_BANDIT_PER_PROBLEM * (1 + cfg.perturbed_ratio)
+    per_problem = 1 if single_turn or online else MAX_BANDIT_PER_PROBLEM * (1 + cfg.perturbed_ratio)
     stages["GRPO"] = grpo_cost(setting, train * per_problem, budget)
     for model in ("base", "trained"):
         stages[f"evaluation ({model}: LiveCodeBench and TACO-dev)"] = generation_cost(
             (lcb + dev) * cfg.eval_samples, cfg.eval_turns, budget
         )
     ran_on = ["training" if name == "GRPO" else "inference" for name in stages]
-    programs = int(setting("data.train_batch_size", 128)) * int(setting("actor_rollout_ref.rollout.n", 1))
+    programs = evaluator_programs(setting, method)
     core_s = programs * TESTS_PER_PROGRAM / TESTS_PER_S_PER_CORE
     return {
         "problems": {"train": train, "dev": dev, "lcb": lcb},
@@ -359,6 +432,7 @@ def estimate(cfg, inputs, overrides: dict, single_turn: bool) -> dict:
             "core_seconds": round(core_s),
             "cores_for_a_minute": math.ceil(core_s / 60),
         },
+        "per_example": per_example(setting, method, single_turn, budget, gpus["training"]),
     }
 
 
@@ -453,11 +527,12 @@ def checks(
     runs_root: Path,
     budget: dict,
     cost: dict | None = None,
+    method: str = "cobalt",
 ) -> list[Check]:
     """Every check, in order; ``budget`` is the context estimate (cobalt.infer.context_budget)."""
     from cobalt.train.profile import profile_model
 
-    cost = cost or estimate(cfg, inputs, profile_overrides, single_turn)
+    cost = cost or estimate(cfg, inputs, profile_overrides, single_turn, method)
     needed = math.prod(gpus_needed(profile_overrides, cfg.grpo_overrides))
     chosen = attention(inputs.profile, cfg.rehearse, cfg.grpo_overrides)
     return [

@@ -16,6 +16,10 @@ from cobalt.eval.comparison import compare, plot_comparison
 from cobalt.eval.repair import compare_repair, repair_section
 from cobalt.eval.report import markdown_table, summarize
 from cobalt.pipeline.report import commands, jsonable, stage_times, times_table
+from cobalt.train.profile import METHOD_NAMES
+
+# a trained model's cell where the reference gives no figure for the method (COBALT's only)
+NOT_KNOWN = "not known here (the reference gives COBALT's figures only)"
 
 SETS = {  # chain suffix: (report key, title, the paper's figure for trained, for base)
     "": ("livecodebench", "LiveCodeBench (test6)", "lcb_cobalt", "lcb_base"),
@@ -68,10 +72,11 @@ def cut_lines(cuts: dict) -> list[str]:
     return ["**Turns cut by the context window** (an empty answer that fails; per turn):", *rows, ""]
 
 
-def paper_rows(report: dict, paper: dict, diffs: dict) -> list[str]:
+def paper_rows(report: dict, paper: dict, diffs: dict, method: str = "cobalt") -> list[str]:
     """The paper's headline figures beside this run's Pass@1 at the first answer and after the
     last feedback turn; a figure whose setting this run does not match is left out, with the
-    aspects that differ (:mod:`cobalt.eval.comparability`)."""
+    aspects that differ (:mod:`cobalt.eval.comparability`). The trained model of another method
+    than COBALT has no figure here: its cell says so."""
     rows = [
         "| problem set | model | the paper | this run, turn 0 | this run, last turn |",
         "|---|---|---:|---:|---:|",
@@ -84,6 +89,8 @@ def paper_rows(report: dict, paper: dict, diffs: dict) -> list[str]:
             figure = paper.get(paper_key) if paper_key else None
             differ = blockers(paper_key, diffs) if figure is not None else []
             cell = "" if figure is None else f"— ({', '.join(differ)} differ)" if differ else figure
+            if model == "trained" and method != "cobalt":
+                cell = NOT_KNOWN
             rows.append(f"| {title} | {model} | {cell} | {curve[0]:.1f} | {curve[-1]:.1f} |")
     return rows
 
@@ -123,12 +130,14 @@ def rehearsal_lines(root: Path) -> list[str]:
     return [f"GRPO's step: {text}." for text in found]
 
 
-def write_paper_report(run, profile: str, base: dict, trained: dict, seconds: float) -> Path:
+def write_paper_report(
+    run, profile: str, base: dict, trained: dict, seconds: float, method: str = "cobalt"
+) -> Path:
     """``report/report.json``, one figure per problem set and, last (the run is done),
     ``report/report.md``; returns the Markdown's path."""
     (run.root / rundir.REPORT_DIR).mkdir(parents=True, exist_ok=True)
     paper = run.cfg.paper.get(profile) or {}
-    report = {"profile": profile, "rehearsal": run.cfg.rehearse, "paper": paper}
+    report = {"profile": profile, "method": method, "rehearsal": run.cfg.rehearse, "paper": paper}
     for suffix, (key, *_rest) in SETS.items():
         section = evaluation(run, suffix, base, trained)
         if section:
@@ -142,7 +151,8 @@ def write_paper_report(run, profile: str, base: dict, trained: dict, seconds: fl
     diffs = differences(setting)
     report["setting"], report["differences"] = setting, {k: list(v) for k, v in diffs.items()}
     rundir.write_atomically(run.root / rundir.REPORT_JSON, json.dumps(report, indent=1))
-    lines = [f"# COBALT, the paper's chain — profile `{profile}`", "", *overlap_lines(run.root), ""]
+    title = f"# {METHOD_NAMES[method]}, the paper's chain — profile `{profile}`"
+    lines = [title, "", *overlap_lines(run.root), ""]
     if setting and setting.get("perturbed_mix") is False:
         lines += [
             "**No perturbed training rows**: the run was given trajectories without "
@@ -157,7 +167,13 @@ def write_paper_report(run, profile: str, base: dict, trained: dict, seconds: fl
             *rehearsal_lines(run.root),
             "",
         ]
-    lines += [*comparability.section(diffs), "## Beside the paper", "", *paper_rows(report, paper, diffs), ""]
+    lines += [
+        *comparability.section(diffs),
+        "## Beside the paper",
+        "",
+        *paper_rows(report, paper, diffs, method),
+        "",
+    ]
     for key, *_rest in SETS.values():
         if key in report:
             section = report[key]

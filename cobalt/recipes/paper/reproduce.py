@@ -39,7 +39,7 @@ from cobalt.common.config import config_path, from_dict, load_config
 from cobalt.common.errors import ConfigError
 from cobalt.common.jsonl import read_jsonl
 from cobalt.data.sources import file_shape
-from cobalt.pipeline import stages, steps
+from cobalt.pipeline import base, stages, steps
 from cobalt.pipeline.stages import (
     ROOT,
     Chain,
@@ -53,7 +53,7 @@ from cobalt.pipeline.stages import (
 )
 from cobalt.pipeline.steps import PERTURBED_FIELD
 from cobalt.recipes.paper import preflight
-from cobalt.train.profile import profile_model, single_turn
+from cobalt.train.profile import METHODS, ONLINE_METHODS, check_method, profile_model, single_turn
 
 
 @dataclasses.dataclass(frozen=True)
@@ -88,6 +88,13 @@ class Inputs:
     taco_dev: str | None = None
     allow_overlap: bool = False  # train even on problems that are also evaluated (experiments only)
     trajectories_perturbed: str | None = None
+    method: str = "cobalt"  # what the profile trains (cobalt.train.profile.METHODS)
+    base_run: str | None = None  # a run of the chain whose problems and base evaluation this one takes
+
+    @property
+    def online(self) -> bool:
+        """GRPO-MT or VeRPO-MT: trained on the problems themselves, no trajectories nor bandit prompts."""
+        return self.method in ONLINE_METHODS
 
 
 # ------------------------------------------------------------------------------------- problems
@@ -124,11 +131,12 @@ def problems(run: Run, inputs: Inputs) -> dict[str, Path]:
     )
     if cfg.max_problems:
         files = {name: first_lines(run, path, cfg.max_problems) for name, path in files.items()}
+    train = () if inputs.online else ("train",)  # the trajectories with wrong feedback: COBALT's only
     if inputs.taco_dev:  # a perturbed validation set of one's own (e.g. the authors' TACO-Cobalt-PTB)
         files["dev"] = Path(inputs.taco_dev)
         if PERTURBED_FIELD in next(iter(read_jsonl(inputs.taco_dev)), {}):
-            return files | {"dev_perturbed": files["dev"], **perturbed(run, files, ("train",))}
-    return files | perturbed(run, files, ("train", "dev"))
+            return files | {"dev_perturbed": files["dev"], **perturbed(run, files, train)}
+    return files | perturbed(run, files, (*train, "dev"))
 
 
 def perturbed(run: Run, files: dict[str, Path], names: tuple[str, ...]) -> dict[str, Path]:
@@ -247,6 +255,7 @@ def write_setting(run: Run, inputs: Inputs, model: Path, evaluated: dict[str, Pa
     cfg = run.cfg
     overlap = run.root / rundir.OVERLAP
     setting = {
+        "method": inputs.method,
         "split": split_of(inputs),
         "model": str(model),
         "paper_model": profile_model(inputs.profile),
@@ -257,7 +266,9 @@ def write_setting(run: Run, inputs: Inputs, model: Path, evaluated: dict[str, Pa
         "given_trajectories": bool(inputs.trajectories),
         "context": engine_context(cfg),
         "max_problems": cfg.max_problems,
-        "perturbed_mix": None if single_turn(inputs.profile) else "trajectories_perturbed" in evaluated,
+        "perturbed_mix": None
+        if single_turn(inputs.profile) or inputs.online
+        else "trajectories_perturbed" in evaluated,
         "perturbed_ratio": cfg.perturbed_ratio,
         "overlaps": len(json.loads(overlap.read_text())["overlaps"]) if overlap.exists() else 0,
     }
@@ -353,7 +364,11 @@ def training_data(
     mixed in (multi-turn), or the training problems' turn-0 prompts (single-turn). The validation
     prompts (``--is_test``) come from ``validation_trajectories``, the base model's evaluated
     trajectories on TACO-dev, problems never trained on (the authors cut theirs from the
-    validation set's trajectories the same way)."""
+    validation set's trajectories the same way). An online method trains on one row per training
+    problem, validated on TACO-dev's."""
+    if inputs.online:
+        out = run.root / rundir.verl_data("online")
+        return steps.online_rows(run, files["train"], files["dev"], out) / "train.parquet"
     if single_turn(inputs.profile):
         out = run.root / rundir.verl_data("single_turn")
         run.stage(
@@ -508,17 +523,70 @@ def base_model(run: Run, inputs: Inputs) -> Path:
     return steps.export_smollm2(run, "export SmolLM2 (stands in for the base model)")
 
 
+def makes_no_trajectories(inputs: Inputs) -> bool:
+    """Whether the chain makes no trajectories of its own: given ones (``--trajectories``), or a
+    method that trains without (single-turn, online)."""
+    return bool(single_turn(inputs.profile) or inputs.online or inputs.trajectories)
+
+
+# ------------------------------------------------------------------------------------------- base
+# what a run's problems, base model and base evaluation are made of, relative to its directory
+BASE_PARTS = (
+    rundir.TACO,
+    rundir.LCB,
+    rundir.perturbed("dev"),
+    rundir.MODELS_SMOLLM2,
+    "eval_base",
+    "eval_base_dev",
+)
+
+
+def base_key(cfg: PaperConfig, inputs: Inputs) -> dict:
+    """What the problems and the base model's evaluation depend on: two runs with the same key
+    make the same base, whatever they train."""
+    engine = cfg.engine_config if cfg.max_model_len is None else rundir.ENGINE  # the run's own file
+    return {
+        "files": [str(Path(f).resolve()) if f else None for f in (inputs.taco, inputs.lcb, inputs.taco_dev)],
+        "model": str(cfg.model or profile_model(inputs.profile)),
+        "engine_config": engine,
+        **{
+            key: getattr(cfg, key)
+            for key in (
+                "sampling",
+                "taco_dev_ratio",
+                "max_problems",
+                "max_model_len",
+                "eval_samples",
+                "eval_turns",
+            )
+        },
+    }
+
+
+def take_base(run: Run, inputs: Inputs) -> None:
+    """With ``--base_run``: that run's problems and base evaluation, when its base key is this run's
+    (e.g. a baseline trained beside COBALT's run; :mod:`cobalt.pipeline.base`)."""
+    if inputs.base_run:
+        base.adopt(run.root, base_key(run.cfg, inputs), Path(inputs.base_run), BASE_PARTS, run.log)
+
+
+def record_base(run: Run, inputs: Inputs) -> None:
+    """``base.json`` once the base evaluation is written: what another run may take (``--base_run``)."""
+    base.record(run.root, base_key(run.cfg, inputs), base.files_under(run.root, BASE_PARTS))
+
+
 def run_chain(run: Run, inputs: Inputs) -> Path:
     started = time.monotonic()
+    take_base(run, inputs)
     refuse_overlap(run, inputs)
     files = problems(run, inputs)
-    refuse_empty(files, trains_on_perturbed=not (single_turn(inputs.profile) or inputs.trajectories))
+    refuse_empty(files, trains_on_perturbed=not makes_no_trajectories(inputs))
     model = base_model(run, inputs)
     evaluated: dict[str, Path] = {}
     base_evals: dict[str, Path] = {}
 
     def base_stages():  # the trajectories and the base evaluation side by side on one engine
-        makes_trajectories = not (single_turn(inputs.profile) or inputs.trajectories)
+        makes_trajectories = not makes_no_trajectories(inputs)
         chains = {
             **(trajectory_chains(run, files) if makes_trajectories else {}),
             **evaluation_chains(run, "base", files),
@@ -526,12 +594,13 @@ def run_chain(run: Run, inputs: Inputs) -> Path:
         done = self_debug_side_by_side(run, "base model", model, chains)
         base_evals.update({tag: path for tag, path in done.items() if tag.startswith("eval_")})
         evaluated.update({tag: path for tag, path in done.items() if tag.startswith("trajectories")})
-        if inputs.trajectories and not single_turn(inputs.profile):
+        if inputs.trajectories and not (single_turn(inputs.profile) or inputs.online):
             evaluated.update(given(run, inputs))
 
     trained_evals: dict[str, Path] = {}
     with chain_cluster(run, inputs):
         base_stages()
+        record_base(run, inputs)
         stop_engine(run)  # the trainer needs the memory
         train_file = training_data(run, inputs, files, evaluated, str(model), base_evals.get("eval_base_dev"))
         trained = grpo(run, train_file, str(model))
@@ -542,7 +611,9 @@ def run_chain(run: Run, inputs: Inputs) -> Path:
     write_setting(run, inputs, model, evaluated)
     from cobalt.recipes.paper.report import write_paper_report
 
-    return write_paper_report(run, inputs.profile, base_evals, trained_evals, time.monotonic() - started)
+    return write_paper_report(
+        run, inputs.profile, base_evals, trained_evals, time.monotonic() - started, inputs.method
+    )
 
 
 # ---------------------------------------------------------------------------------------- main
@@ -578,6 +649,7 @@ def dry_run_plan(cfg: PaperConfig, inputs: Inputs) -> dict:
     )
     return {
         "profile": inputs.profile,
+        "method": inputs.method,
         "base_model": cfg.model or profile_model(inputs.profile),
         "single_turn": single_turn(inputs.profile),
         "chain": dataclasses.asdict(cfg) | {"paper": cfg.paper.get(inputs.profile)},
@@ -585,7 +657,7 @@ def dry_run_plan(cfg: PaperConfig, inputs: Inputs) -> dict:
         "grpo_command": [str(word) for word in command],
         "attention": preflight.attention(inputs.profile, cfg.rehearse, cfg.grpo_overrides).note,
         "context_budget": context_budget(cfg, inputs),
-        "estimate": preflight.estimate(cfg, inputs, overrides, single_turn(inputs.profile)),
+        "estimate": preflight.estimate(cfg, inputs, overrides, single_turn(inputs.profile), inputs.method),
         "gpus": {
             "per_node": gpus_per_node,
             "nodes": nodes,
@@ -630,7 +702,9 @@ def preflight_checks(
     overrides = (rehearsal.plan(profile).profile if cfg.rehearse else profile).overrides
     runs_root = Path(run_dir) if run_dir else ROOT / "runs/paper" / inputs.profile
     cost = None if cfg.rehearse else cost  # the paper's estimate: not the rehearsal's step
-    return preflight.checks(cfg, inputs, overrides, single_turn(inputs.profile), runs_root, budget, cost)
+    return preflight.checks(
+        cfg, inputs, overrides, single_turn(inputs.profile), runs_root, budget, cost, inputs.method
+    )
 
 
 def missing_gpus(cfg: PaperConfig, inputs: Inputs) -> str | None:
@@ -676,6 +750,14 @@ def parser() -> ArgumentParser:
         help="training profile, configs/train/<name>.yaml (e.g. multi_turn_qwen3_8b)",
     )
     p.add_argument(
+        "--method",
+        choices=METHODS,
+        default="cobalt",
+        help="what to train: COBALT's bandit GRPO on offline trajectories, or an online multi-turn "
+        "baseline (grpo_mt, verpo_mt: one row per training problem, no trajectories); the profile "
+        "must be one of that method's (e.g. grpo_mt_qwen3_8b); evaluation is the same for all",
+    )
+    p.add_argument(
         "--taco",
         required=True,
         type=existing_file,
@@ -710,6 +792,14 @@ def parser() -> ArgumentParser:
         action="store_true",
         help="train even on problems that are also "
         "evaluated (same statement or tests); for experiments: the report says so first",
+    )
+    p.add_argument(
+        "--base-run",
+        default=None,
+        type=caller_path,
+        help="a run directory of this chain, with the same files and settings, whose problems and base "
+        "model's evaluation this run takes instead of making them (e.g. to train a baseline beside "
+        "COBALT's run: --method grpo_mt --base-run runs/paper/multi_turn_qwen3_8b/<time>)",
     )
     p.add_argument("--address", default=None, help="a running Ray cluster (HOST:PORT) for every stage")
     p.add_argument(
@@ -779,6 +869,7 @@ def main(argv=None) -> int:
     p = parser()
     args = p.parse_args(argv)
     try:
+        check_method(args.method, args.profile)
         cfg = chain_config(args, grpo_overrides)
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)
@@ -790,6 +881,8 @@ def main(argv=None) -> int:
         return dry_run(cfg, inputs, args)
     if args.trajectories_perturbed and not args.trajectories:
         p.error("--trajectories_perturbed goes with --trajectories")
+    if args.trajectories and inputs.online:
+        p.error(f"--trajectories are COBALT's: --method {args.method} trains on the problems themselves")
     return run_paper_chain(cfg, inputs, args)
 
 
@@ -825,6 +918,7 @@ def dry_run(cfg: PaperConfig, inputs: Inputs, args) -> int:
         print(json.dumps(plan, indent=1))
         if not cfg.rehearse and not args.address and plan["gpus"]["detected_here"] == 0:
             print(f"no GPU here: this run needs {plan['gpus']['total']} (--rehearse runs the chain on CPU)")
+        print(preflight.per_example_line(plan["estimate"]["per_example"]))
     budget = plan["context_budget"] if plan else context_budget(cfg, inputs)
     passed = print_preflight(preflight_checks(cfg, inputs, args.run_dir, budget, plan.get("estimate")))
     return 1 if args.preflight and not passed else 0

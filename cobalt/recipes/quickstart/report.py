@@ -75,7 +75,9 @@ def grpo_steps(metrics_file: Path) -> list[dict]:
 
 
 def counts(files: dict[str, Path]) -> dict[str, int]:
-    trajectories = load_jsonl(files["trajectories"])
+    """Problems, trajectories, bandit prompts and training rows (an online method has neither
+    trajectories nor bandit prompts: 0)."""
+    trajectories = load_jsonl(files["trajectories"]) if "trajectories" in files else []
     return {
         "train_problems": len(load_jsonl(files["train"])),
         "heldout_problems": len(load_jsonl(files["heldout"])),
@@ -83,7 +85,7 @@ def counts(files: dict[str, Path]) -> dict[str, int]:
         "trajectories_with_spread": sum(
             any(max(row) > min(row) for row in r["all_pass_rates"]) for r in trajectories
         ),
-        "bandit_prompts": len(load_jsonl(files["bandit"])),
+        "bandit_prompts": len(load_jsonl(files["bandit"])) if "bandit" in files else 0,
         "train_rows": parquet_rows(files["parquet"] / "train.parquet"),
     }
 
@@ -319,7 +321,7 @@ def header(run: RunRecord, report: dict, warm: dict) -> list[str]:
     c = report["counts"]
     evaluated = report["heldout"]["comparison"]["problem_set"] if "heldout" in report else "held-out"
     return [
-        f"# COBALT quickstart — {run.root.name}",
+        f"# {method_name(report)} quickstart — {run.root.name}",
         "",
         f"Profile `{run.profile}`; base model `{run.config['model']}` after an SFT warm-up on "
         f"{warm_up_source(run, warm)} ({warm['steps']} step(s), loss "
@@ -348,7 +350,14 @@ def arm_line(report: dict) -> str:
             "control, the base fine-tuned with SFT on the training instances' programs (no GRPO, no "
             "COBALT reward)."
         )
-    return f"**Arm: trained** ({seeds}; warm-up seed {warm}): the base trained with COBALT's GRPO."
+    return f"**Arm: trained** ({seeds}; warm-up seed {warm}): the base trained with {method_name(report)}'s GRPO."
+
+
+def method_name(report: dict) -> str:
+    """What the run's GRPO profile trains: COBALT, GRPO-MT or VeRPO-MT."""
+    from cobalt.train.profile import METHOD_NAMES, load_profile
+
+    return METHOD_NAMES[load_profile(report["config"].get("train_profile", "quickstart")).method]
 
 
 def reused(report: dict) -> str:

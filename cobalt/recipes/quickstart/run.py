@@ -37,6 +37,7 @@ from cobalt.common import rundir
 from cobalt.common.argtypes import caller_path, non_negative_int
 from cobalt.common.cli import ArgumentParser
 from cobalt.common.config import from_dict, load_config
+from cobalt.common.errors import ConfigError
 from cobalt.common.jsonl import load_jsonl, write_jsonl
 from cobalt.data.embedded import PROBLEM_SETS
 from cobalt.data.sources import file_shape
@@ -54,7 +55,7 @@ from cobalt.pipeline.stages import (
 from cobalt.recipes.quickstart.base import adopt_base, record_base
 from cobalt.recipes.quickstart.config import ARMS, QuickstartConfig
 from cobalt.recipes.quickstart.report import RunRecord, write_report
-from cobalt.train.profile import override
+from cobalt.train.profile import METHODS, ONLINE_METHODS, check_method, load_profile, override, profiles_of
 
 
 # ------------------------------------------------------------------------------------- stages
@@ -291,6 +292,16 @@ def bandit_data(run: Run, trajectories: Path, tokenizer: Path) -> Path:
     return steps.verl_parquet(run, "veRL parquet", "parquet", prompts, prompts, run.root / rundir.verl_data())
 
 
+def online_data(run: Run, train: Path) -> Path:
+    """GRPO-MT's and VeRPO-MT's rows: one per training problem (validation is off, as for COBALT)."""
+    return steps.online_rows(run, train, train, run.root / rundir.verl_data("online"))
+
+
+def is_online(cfg: QuickstartConfig) -> bool:
+    """Whether the run's GRPO profile trains an online method (GRPO-MT, VeRPO-MT)."""
+    return load_profile(cfg.train_profile).method in ONLINE_METHODS
+
+
 def seed_overrides(cfg: QuickstartConfig) -> list[str]:
     """veRL's data shuffle and rollout sampling seeds from ``train_seed``; none when it is unset
     (the train profile's seeds)."""
@@ -407,7 +418,8 @@ def make_base(run: Run) -> Base:
     train, heldout = split_problems(run)
     families, subset = heldout_families(run), train_eval_subset(run, train)
     warm = warm_up(run, exported, train)
-    return Base(train, heldout, families, subset, warm, offline_trajectories(run, train))
+    offline = None if is_online(run.cfg) else offline_trajectories(run, train)
+    return Base(train, heldout, families, subset, warm, offline)
 
 
 def private_cluster(run: Run):
@@ -423,6 +435,7 @@ class Steps:
     cluster: Callable = private_cluster
     side_by_side: Callable = self_debug_side_by_side
     bandit_data: Callable = bandit_data
+    online_data: Callable = online_data
     stop_engine: Callable = stop_engine
     grpo: Callable = grpo
     control_sft: Callable = control_sft
@@ -434,10 +447,11 @@ def run_pipeline(run: Run, do: Steps = Steps()) -> Path:
     check_arm(run)
     base = do.base(run)
     cfg, arm = run.cfg, run.cfg.arm  # the model compared with the base: GRPO's, or the control's SFT
+    online = is_online(cfg)
     with do.cluster(run):
         own = (
             {"trajectories": Chain(base.train, cfg.train_samples, cfg.train_turns)}
-            if cfg.train_samples
+            if cfg.train_samples and not online
             else {}
         )
         base_chains = {
@@ -446,8 +460,11 @@ def run_pipeline(run: Run, do: Steps = Steps()) -> Path:
         }
         base_evals = do.side_by_side(run, "base model", base.model, base_chains)
         record_base(run.root, cfg, base_chains)
-        trajectories = all_trajectories(run, base_evals.get("trajectories"), base.offline)
-        parquet_dir = do.bandit_data(run, trajectories, base.model)
+        if online:
+            parquet_dir = do.online_data(run, base.train)
+        else:
+            trajectories = all_trajectories(run, base_evals.get("trajectories"), base.offline)
+            parquet_dir = do.bandit_data(run, trajectories, base.model)
         do.stop_engine(run)
         trained = (
             do.grpo(run, parquet_dir, base.model)
@@ -457,13 +474,9 @@ def run_pipeline(run: Run, do: Steps = Steps()) -> Path:
         chains = evaluation_chains(run, arm, base.heldout, base.train_subset, base.families)
         trained_evals = do.side_by_side(run, f"{arm} model", trained, chains)
         do.stop_engine(run)
-    files = {
-        "train": base.train,
-        "heldout": base.heldout,
-        "trajectories": trajectories,
-        "bandit": run.root / rundir.bandit_prompts("train"),
-        "parquet": parquet_dir,
-    }
+    files = {"train": base.train, "heldout": base.heldout, "parquet": parquet_dir}
+    if not online:
+        files |= {"trajectories": trajectories, "bandit": run.root / rundir.bandit_prompts("train")}
     for suffix, key in (("", "eval"), ("_train", "train_eval"), ("_families", "families_eval")):
         if f"eval_base{suffix}" in base_evals:
             files |= {
@@ -499,6 +512,15 @@ def main(argv=None) -> int:
         help="GPUs of the private Ray head (default: those detected; fake ones for a CPU profile)",
     )
     p.add_argument("--train-profile", default=None, help="configs/train/<name>.yaml (e.g. a GPU profile)")
+    p.add_argument(
+        "--method",
+        choices=METHODS,
+        default="cobalt",
+        help="what GRPO trains: COBALT (bandit prompts of trajectories) or an online multi-turn "
+        "baseline (grpo_mt, verpo_mt: one row per training problem); an online method's GRPO "
+        "profile is <method>_<the profile's train_profile> (e.g. grpo_mt_quickstart) unless "
+        "--train-profile names one of that method's",
+    )
     p.add_argument(
         "--train-seed",
         type=non_negative_int,
@@ -544,6 +566,10 @@ def main(argv=None) -> int:
         if getattr(args, k) is not None
     }
     cfg = dataclasses.replace(cfg, **overrides)
+    try:
+        cfg = with_method(cfg, args.method, explicit=args.train_profile is not None)
+    except ConfigError as e:
+        p.error(str(e))
     check_settings(cfg, source)
     if args.dry_run:
         print(json.dumps({"profile": args.profile, **dry_run_plan(cfg)}, indent=1))
@@ -554,11 +580,29 @@ def main(argv=None) -> int:
     return run_to_report(run, run_pipeline)
 
 
+def with_method(cfg: QuickstartConfig, method: str, explicit: bool) -> QuickstartConfig:
+    """The settings with the GRPO profile of ``method``: an online method's is
+    ``<method>_<train_profile>`` unless ``--train_profile`` (``explicit``) names one; ConfigError when
+    the profile trains another method or the method has no profile for this run."""
+    if method != "cobalt" and not explicit:
+        name = f"{method}_{cfg.train_profile}"
+        if name not in profiles_of(method):
+            raise ConfigError(
+                f"--method {method}: no GRPO profile {name} for train_profile {cfg.train_profile}; pass "
+                f"--train-profile one of {method}'s ({', '.join(profiles_of(method))})"
+            )
+        cfg = dataclasses.replace(cfg, train_profile=name)
+    check_method(method, cfg.train_profile)
+    if method != "cobalt" and cfg.arm != "trained":
+        raise ConfigError(f"--method {method} trains with GRPO: the control arm is COBALT's comparison only")
+    return cfg
+
+
 def check_settings(cfg: QuickstartConfig, source: str) -> None:
     """Fail before any stage on settings that would fail a stage later: no trajectories at all,
     offline trajectories without the procedural problems they mutate, a pre-registered test of
     something the run won't evaluate."""
-    if not cfg.train_samples and not cfg.offline_trajectories:
+    if not cfg.train_samples and not cfg.offline_trajectories and not is_online(cfg):
         raise SystemExit(
             f"{source}: train_samples is 0 and there are no offline_trajectories: no training data"
         )
