@@ -168,6 +168,7 @@ def real_inputs(tmp_path):
 @pytest.mark.slow
 @pytest.mark.train
 @pytest.mark.memory_heavy
+@pytest.mark.timeout(3600)  # two chains: COBALT's, then GRPO-MT's from its base
 def test_the_rehearsal_runs_the_whole_chain_on_real_problems_to_a_report_beside_the_papers_figures(
     real_inputs, tmp_path
 ):
