@@ -18,8 +18,9 @@ and every feedback turn between them (``response_mask`` 0). The reward (the fina
 tests) is put on the last token, so GRPO gives the whole episode one advantage: every turn of a
 session gets the session's advantage by construction (VeRPO-MT's trainer step instead gives each
 turn, a run of ``response_mask`` 1s, its own: :func:`cobalt.train.trainer.turn_token_advantages`).
-``extra_fields`` carry what the reward manager and the step metrics need (:data:`TURNS_FIELD`, :data:`STATS_FIELD`); veRL's per-episode ``metrics``
-the seconds spent generating (``generate_sequences``) and waiting for the public tests (``tool_calls``).
+``extra_fields`` carry what the reward manager and the step metrics need (:data:`TURNS_FIELD`,
+:data:`STATS_FIELD`); veRL's per-episode ``metrics`` the seconds spent generating
+(``generate_sequences``) and waiting for the public tests (``tool_calls``).
 """
 
 from __future__ import annotations
