@@ -55,7 +55,7 @@ SHARED = (
     "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu",
 )
 MICRO = tuple(key for key in SHARED if key.endswith("micro_batch_size_per_gpu"))
-VERPO = ("reward.reward_manager.name=VerpoRewardManager",)
+VERPO = ("reward.reward_manager.name=VerpoRewardManager", "algorithm.adv_estimator=verpo")
 
 
 # ---- the figures ---------------------------------------------------------------------------------

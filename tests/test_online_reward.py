@@ -16,15 +16,17 @@ from omegaconf import OmegaConf
 from verl import DataProto
 
 from cobalt.reward import score_details
+from cobalt.reward.verpo import VerpoConstants, group_advantages
 from cobalt.train.code_repair_loop import STATS_FIELD, TURNS_FIELD
-from cobalt.train.online_reward import OnlineRewardManager, VerpoRewardManager
+from cobalt.train.online_reward import TURN_ADVANTAGES, OnlineRewardManager, VerpoRewardManager
 
 HIDDEN = json.dumps({"inputs": ["3\n", "0\n"], "outputs": ["6\n", "0\n"]})
 ECHO = "```python\nn = int(input())\nprint(n)\n```"  # passes the hidden "0" test only
 RIGHT = "```python\nn = int(input())\nprint(2 * n)\n```"
+T, F = True, False
 
 
-def session(turns, uid="p", session_id=0, cut=0.0):
+def session(turns, uid="p", session_id=0, cut=0.0, split="train"):
     stats = {"turns": len(turns), "context_cut": cut, "public_pass": 0.0}
     fields = np.empty(1, dtype=object)
     fields[0] = {TURNS_FIELD: turns, STATS_FIELD: stats}
@@ -37,7 +39,7 @@ def session(turns, uid="p", session_id=0, cut=0.0):
         non_tensors={
             "data_source": np.array(["code_taco_verified"], dtype=object),
             "reward_model": np.array([{"style": "rule", "ground_truth": HIDDEN}], dtype=object),
-            "extra_info": np.array([{"split": "train", "index": 0}], dtype=object),
+            "extra_info": np.array([{"split": split, "index": 0}], dtype=object),
             "tool_extra_fields": fields,
             "uid": np.array([uid], dtype=object),
             "session_id": np.array([session_id], dtype=object),
@@ -45,11 +47,15 @@ def session(turns, uid="p", session_id=0, cut=0.0):
     )
 
 
-def config(n=2, num_workers=1):
+def config(n=2, num_workers=1, estimator="verpo", verpo=None):
     return OmegaConf.create(
         {
-            "reward": {"num_workers": num_workers, "reward_kwargs": {"cobalt": {"print_examples": False}}},
+            "reward": {
+                "num_workers": num_workers,
+                "reward_kwargs": {"cobalt": {"print_examples": False}, "verpo": verpo or {}},
+            },
             "data": {"train_batch_size": 1},
+            "algorithm": {"adv_estimator": estimator},
             "actor_rollout_ref": {"rollout": {"n": n, "val_kwargs": {"n": 1}}},
         }
     )
@@ -71,8 +77,10 @@ def test_grpo_mt_scores_the_final_turn_with_cobalts_reward():
     assert worse["reward_extra_info"]["pass_rate"] == 0.5
 
 
-def test_verpo_mt_weighs_the_tests_over_the_group():
-    manager = VerpoRewardManager(config(n=2), tokenizer=None, compute_score=score_details)
+def test_verpo_mt_gives_each_turn_its_advantage_over_the_group():
+    manager = VerpoRewardManager(
+        config(n=2, verpo={"beta": 0.5}), tokenizer=None, compute_score=score_details
+    )
 
     async def both():
         return await asyncio.gather(
@@ -81,13 +89,33 @@ def test_verpo_mt_weighs_the_tests_over_the_group():
         )
 
     repaired, echoed = asyncio.run(both())
-    # programs ECHO, RIGHT, ECHO: pass rates 1/3 ("3") and 1 ("0") -> weights 1 and 0;
-    # the repaired episode's turns score 0 and 1 (dense 0.5) and it passes: 1 + 0.5 * 0.5
-    assert repaired["reward_score"] == pytest.approx(1.25)
-    assert repaired["reward_extra_info"]["outcome"] == 1.0
-    assert repaired["reward_extra_info"]["dense"] == pytest.approx(0.5)
+    # hidden tests "3" and "0": ECHO passes the second, RIGHT both
+    expected = group_advantages([[[F, T], [T, T]], [[F, T]]], VerpoConstants(beta=0.5))
+    assert repaired["reward_extra_info"][TURN_ADVANTAGES] == pytest.approx(expected[0].turn_advantages)
+    assert echoed["reward_extra_info"][TURN_ADVANTAGES] == pytest.approx(expected[1].turn_advantages)
+    # the logged reward is the outcome; the dense term the mean turn reward
+    assert repaired["reward_score"] == 1.0 and repaired["reward_extra_info"]["outcome"] == 1.0
+    assert repaired["reward_extra_info"]["dense"] == pytest.approx(expected[0].dense)
     assert echoed["reward_score"] == 0.0 and echoed["reward_extra_info"]["pass_rate"] == 0.5
     assert repaired["reward_extra_info"]["improvement"] == 0.0  # no offline best to improve on
+
+
+def test_verpo_mt_validation_reports_the_outcome_without_advantages():
+    manager = VerpoRewardManager(config(n=2), tokenizer=None, compute_score=score_details)
+    out = asyncio.run(manager.run_single(session([ECHO, RIGHT], split="test")))  # val_kwargs.n = 1
+    assert out["reward_score"] == 1.0 and TURN_ADVANTAGES not in out["reward_extra_info"]
+    assert out["reward_extra_info"]["dense"] > 0
+
+
+def test_verpo_mt_needs_its_estimator_and_known_constants():
+    from cobalt.common.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"algorithm\.adv_estimator=verpo"):
+        VerpoRewardManager(config(estimator="grpo"), tokenizer=None, compute_score=score_details)
+    with pytest.raises(ConfigError, match=r"reward\.reward_kwargs\.verpo: unknown key"):
+        VerpoRewardManager(config(verpo={"dense_weight": 0.5}), tokenizer=None, compute_score=score_details)
+    with pytest.raises(ConfigError, match="gamma"):
+        VerpoRewardManager(config(verpo={"gamma": 0.0}), tokenizer=None, compute_score=score_details)
 
 
 def test_verpo_mt_refuses_several_reward_workers():

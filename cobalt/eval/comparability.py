@@ -42,7 +42,8 @@ METHOD_READINGS = {
     ),
     "verpo_mt": (
         "VeRPO-MT, with VeRPO's reward equations (arXiv 2601.03525)",
-        "this project's reading of them, no equation of the paper read (cobalt/reward/verpo.py)",
+        "the equations as a secondhand summary of v3 reports them, with the open constants chosen "
+        "here (cobalt/reward/verpo.py)",
     ),
 }
 

@@ -16,9 +16,11 @@ A turn generates at most ``max_turn_tokens`` (default ``rollout.response_length 
 It returns ONE output per episode: the turn-0 prompt, then every assistant turn (``response_mask`` 1)
 and every feedback turn between them (``response_mask`` 0). The reward (the final turn on the hidden
 tests) is put on the last token, so GRPO gives the whole episode one advantage: every turn of a
-session gets the session's advantage by construction. ``extra_fields`` carry what the reward manager
-and the step metrics need (:data:`TURNS_FIELD`, :data:`STATS_FIELD`); veRL's per-episode ``metrics``
-the seconds spent generating (``generate_sequences``) and waiting for the public tests (``tool_calls``).
+session gets the session's advantage by construction (VeRPO-MT's trainer step instead gives each
+turn, a run of ``response_mask`` 1s, its own: :func:`cobalt.train.trainer.turn_token_advantages`).
+``extra_fields`` carry what the reward manager and the step metrics need (:data:`TURNS_FIELD`,
+:data:`STATS_FIELD`); veRL's per-episode ``metrics`` the seconds spent generating
+(``generate_sequences``) and waiting for the public tests (``tool_calls``).
 """
 
 from __future__ import annotations

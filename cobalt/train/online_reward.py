@@ -8,8 +8,8 @@ timeout and failure handling are :class:`cobalt.train.reward_manager.CobaltRewar
 
 * :class:`OnlineRewardManager` (GRPO-MT): the project's reward function (``score_details``) on the
   FINAL turn's text, with no previous best (an online episode has no offline prefix).
-* :class:`VerpoRewardManager` (VeRPO-MT): every turn's program on the hidden tests, then the group's
-  per-test pass rates weigh the tests (:mod:`cobalt.reward.verpo`). veRL hands a reward manager one
+* :class:`VerpoRewardManager` (VeRPO-MT): every turn's program on the hidden tests, then each turn's
+  advantage over the group (:mod:`cobalt.reward.verpo`). veRL hands a reward manager one
   session, never the batch, so the n sessions of a problem (one ``uid``) meet on a
   :class:`GroupBoard` in the reward worker: this needs ``reward.num_workers=1``, since veRL sends
   each session to a random reward worker.
@@ -23,19 +23,22 @@ from __future__ import annotations
 import asyncio
 import logging
 
+from cobalt.common.config import from_dict
 from cobalt.common.errors import ConfigError
 from cobalt.common.extract import extract_code
 from cobalt.common.testcases import parse_test_cases, pass_rate
 from cobalt.reward.config import reward_config
 from cobalt.reward.score import default_evaluator, run_tests
-from cobalt.reward.verpo import group_rewards
+from cobalt.reward.verpo import VerpoConstants, group_advantages
 from cobalt.train.code_repair_loop import STATS_FIELD, TURNS_FIELD
 from cobalt.train.reward_manager import CobaltRewardManager, extra_info_for
 
 log = logging.getLogger("cobalt.train.online_reward")
 
 ONLINE_KEYS = ("turns", "context_cut", "public_pass")  # from the loop's episode statistics
-VERPO_KEYS = ("outcome", "dense")
+VERPO_KEYS = ("outcome", "dense")  # R_traj and the mean R_turn of the episode
+VERPO_ESTIMATOR = "verpo"  # algorithm.adv_estimator of the VeRPO-MT profiles
+TURN_ADVANTAGES = "verpo_turn_advantages"  # reward-extra info: A(tau_i, t) of each turn, in order
 
 
 def episode_of(item) -> tuple[list[str], dict]:
@@ -96,22 +99,32 @@ class GroupBoard:
 
 
 class VerpoRewardManager(OnlineRewardManager):
-    """VeRPO-MT: difficulty-weighted partial success over the group, plus the outcome."""
+    """VeRPO-MT: every session's per-turn advantages over its group (:mod:`cobalt.reward.verpo`).
 
-    def __init__(self, config, tokenizer, compute_score, *args, dense_weight: float = 0.5, **kwargs):
+    The reward it returns is the outcome R_traj (the final turn passes the hidden tests), for the
+    logs; training reads the per-turn advantages from the reward-extra info
+    (:data:`TURN_ADVANTAGES`), which only the ``cobalt_sync`` trainer's ``verpo`` estimator uses.
+    Validation scores each session in its own group of ``val_kwargs.n`` and reports the outcome
+    and the mean dense reward, with no advantages."""
+
+    def __init__(self, config, tokenizer, compute_score, *args, **kwargs):
         super().__init__(config, tokenizer, compute_score, *args, **kwargs)
-        num_workers = int(config.reward.get("num_workers", 1)) if config is not None else 1
+        num_workers = int(config.reward.get("num_workers", 1))
         if num_workers != 1:
             raise ConfigError(
                 f"VeRPO-MT needs reward.num_workers=1 (got {num_workers}): the n episodes of a problem "
                 "must meet in one reward worker to weigh its tests"
             )
-        self.dense_weight = dense_weight
-        rollout = config.actor_rollout_ref.rollout if config is not None else None
-        self.group_size = {
-            False: int(rollout.n) if rollout is not None else 1,
-            True: int(rollout.val_kwargs.n) if rollout is not None else 1,
-        }
+        estimator = (config.get("algorithm") or {}).get("adv_estimator")
+        if estimator != VERPO_ESTIMATOR:
+            raise ConfigError(
+                f"VeRPO-MT needs algorithm.adv_estimator={VERPO_ESTIMATOR} (got {estimator}): its "
+                "advantages are per turn, computed here and applied by the cobalt_sync trainer"
+            )
+        raw = (config.reward.get("reward_kwargs") or {}).get("verpo") or {}
+        self.constants = from_dict(VerpoConstants, dict(raw), source="reward.reward_kwargs.verpo")
+        rollout = config.actor_rollout_ref.rollout
+        self.group_size = {False: int(rollout.n), True: int(rollout.val_kwargs.n)}
         self.board = GroupBoard(self.settings.timeout_s)
 
     async def run_single(self, data) -> dict:
@@ -124,15 +137,17 @@ class VerpoRewardManager(OnlineRewardManager):
         member = item.non_tensor_batch.get("session_id", 0)
         size = self.group_size[extra_info["is_val"]]
         group = await self.board.join(key, member, size, matrix)
-        mine = group_rewards(group, self.dense_weight)[[m is matrix for m in group].index(True)]
+        mine = group_advantages(group, self.constants)[[m is matrix for m in group].index(True)]
         details = {
             "pass_rate": sum(matrix[-1]) / len(matrix[-1]),
             "correctness": mine.outcome,
             "improvement": 0.0,
         }
-        extras = extra_info_for(mine.score, details, 0.0, failed, False)
+        extras = extra_info_for(mine.outcome, details, 0.0, failed, False)
         extras.update(episode_extras(stats), outcome=mine.outcome, dense=mine.dense)
-        return {"reward_score": mine.score, "reward_extra_info": extras}
+        if not extra_info["is_val"]:
+            extras[TURN_ADVANTAGES] = mine.turn_advantages
+        return {"reward_score": mine.outcome, "reward_extra_info": extras}
 
     async def hidden_pass_matrix(self, texts: list[str], ground_truth) -> tuple[list[list[bool]], bool]:
         """[turn][test] verdicts of every turn's program on the hidden tests; a program that could not

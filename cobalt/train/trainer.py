@@ -10,21 +10,34 @@ passes and VeRPO's outcome and dense terms) and ``reward/evaluator_failure/count
 whose responses did not all score the same: the ones with a learning signal), plus the topology
 the step ran on: ``trainer/world_size`` (FSDP ranks) and ``trainer/rollout_replicas``, and what
 the rollout cost (:func:`rollout_metrics`, read by ``bench/bench_methods.py``).
+
+With ``algorithm.adv_estimator=verpo`` (VeRPO-MT) it also replaces veRL's advantage step: each
+turn's tokens get that turn's VeRPO advantage, computed over the group by
+:class:`cobalt.train.online_reward.VerpoRewardManager` (:func:`turn_token_advantages`).
 """
 
 from __future__ import annotations
 
+import logging
+
 import numpy as np
+import torch
 import transfer_queue as tq
+from tensordict import TensorDict
+from verl.trainer.ppo.core_algos import register_adv_est
 from verl.trainer.ppo.v1.trainer_base import register_trainer
 from verl.trainer.ppo.v1.trainer_sync import PPOTrainerSync
 
+from cobalt.common.errors import ConfigError
 from cobalt.common.stale import warn_if_stale
-from cobalt.train.online_reward import ONLINE_KEYS, VERPO_KEYS
+from cobalt.train.online_reward import ONLINE_KEYS, TURN_ADVANTAGES, VERPO_ESTIMATOR, VERPO_KEYS
 from cobalt.train.reward_manager import EXTRA_KEYS
 
+log = logging.getLogger("cobalt.train.trainer")
+
 TRAINER_MODE = "cobalt_sync"
-# It overrides PPOTrainerSync._compute_metrics and reads TransferQueue's batch fields.
+# It overrides PPOTrainerSync._compute_metrics and _compute_advantage and reads and writes
+# TransferQueue's batch fields.
 WRITTEN_FOR = {"verl": "0.9.1", "TransferQueue": "0.1.11"}
 warn_if_stale("the cobalt_sync trainer", WRITTEN_FOR)
 
@@ -83,8 +96,79 @@ def as_list(values) -> list:
     return [item.to_dict() if hasattr(item, "to_dict") else item for item in items]
 
 
+def turn_advantages_of(key: str, extra_fields, tag: dict) -> list[float]:
+    """A row's per-turn VeRPO advantages from its reward-extra info (a list, or a tensor once
+    TransferQueue has stored it); none for a padding row."""
+    info = (extra_fields or {}).get("reward_extra_info") or {}
+    if TURN_ADVANTAGES not in info:
+        if tag.get("is_padding", False):
+            return []
+        raise KeyError(
+            f"row {key} carries no {TURN_ADVANTAGES}: algorithm.adv_estimator={VERPO_ESTIMATOR} needs "
+            "reward.reward_manager.name=VerpoRewardManager"
+        )
+    return [float(a) for a in info[TURN_ADVANTAGES]]
+
+
+@register_adv_est(VERPO_ESTIMATOR)
+def verpo_outside_cobalt_sync(*args, **kwargs):
+    """Registered so that veRL knows the name; only :class:`CobaltTrainerSync` can apply it."""
+    raise ConfigError(
+        f"algorithm.adv_estimator={VERPO_ESTIMATOR} needs trainer.v1.trainer_mode={TRAINER_MODE}: "
+        "VeRPO's per-turn advantages come from VerpoRewardManager's reward-extra info"
+    )
+
+
+def turn_token_advantages(mask, turn_advantages) -> torch.Tensor:
+    """One row's token advantages: the t-th run of ``mask`` 1s (turn t's tokens) gets
+    ``turn_advantages[t]``, the feedback between turns (mask 0) gets 0. A row whose runs do not
+    match its turns (none: nothing to train) gets 0 everywhere, with a warning."""
+    mask = torch.as_tensor(mask).bool()
+    previous = torch.zeros_like(mask)
+    previous[1:] = mask[:-1]
+    starts = mask & ~previous
+    run = torch.cumsum(starts.long(), dim=0) - 1  # the turn of each mask-1 token
+    values = torch.as_tensor([float(a) for a in turn_advantages], dtype=torch.float32)
+    runs = int(starts.sum())
+    if runs != len(values) or not runs:
+        if runs:
+            log.warning(
+                "VeRPO: %d runs of policy tokens but %d turn advantages: row left at 0", runs, len(values)
+            )
+        return torch.zeros(mask.shape, dtype=torch.float32)
+    return torch.where(mask, values[run.clamp(min=0)], 0.0)
+
+
 @register_trainer(TRAINER_MODE)
 class CobaltTrainerSync(PPOTrainerSync):
+    def _compute_advantage(self, batch, metrics):
+        """veRL's, except for ``algorithm.adv_estimator=verpo``: each turn's tokens get the turn's
+        VeRPO advantage from the reward-extra info (:func:`turn_token_advantages`), and the returns
+        the same (GRPO's convention). veRL's step would also apply a KL penalty in the reward or a
+        decoupled rollout correction (weights, rejection) here: VeRPO-MT refuses both."""
+        algorithm = self.config.algorithm
+        if algorithm.adv_estimator != VERPO_ESTIMATOR:
+            return super()._compute_advantage(batch, metrics)
+        correction = algorithm.get("rollout_correction") or {}
+        corrects = correction.get("rollout_is") or correction.get("rollout_rs")
+        if algorithm.use_kl_in_reward or (corrects and not correction.get("bypass_mode", False)):
+            raise ConfigError(
+                f"algorithm.adv_estimator={VERPO_ESTIMATOR} supports neither algorithm.use_kl_in_reward "
+                "nor algorithm.rollout_correction's rollout_is or rollout_rs outside bypass_mode"
+            )
+        data = tq.kv_batch_get(
+            keys=batch.keys, partition_id=batch.partition_id, select_fields=["response_mask", "extra_fields"]
+        )
+        masks, fields = data["response_mask"], as_list(data["extra_fields"])
+        rows = masks.unbind() if getattr(masks, "is_nested", False) else list(masks)
+        advantages = [
+            turn_token_advantages(mask, turn_advantages_of(key, extra, tag))
+            for key, mask, extra, tag in zip(batch.keys, rows, fields, batch.tags)
+        ]
+        nested = torch.nested.as_nested_tensor(advantages, layout=torch.jagged)
+        output = TensorDict({"advantages": nested, "returns": nested.clone()}, batch_size=len(batch))
+        return tq.kv_batch_put(keys=batch.keys, partition_id=batch.partition_id, fields=output)
+
     def _compute_metrics(self, batch, metrics, timing_raw, global_steps, epoch):
         super()._compute_metrics(batch, metrics, timing_raw, global_steps, epoch)
         rows = self._real_rows(batch, ["extra_fields", "metrics", "response_mask"])
