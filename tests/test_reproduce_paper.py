@@ -172,8 +172,7 @@ def real_inputs(tmp_path):
 def test_the_rehearsal_runs_the_whole_chain_on_real_problems_to_a_report_beside_the_papers_figures(
     real_inputs, tmp_path
 ):
-    """COBALT's chain rehearsed (~19 min in CI), then GRPO-MT's from its base (check_grpo_mt_rehearsal:
-    not yet timed; its GRPO step has 8 ranks, COBALT's 4)."""
+    """COBALT's chain rehearsed, then GRPO-MT's from its base (check_grpo_mt_rehearsal)."""
     (command,) = commands_of("rehearsal")
     run_dir, home = tmp_path / "run", tmp_path / "home"
     home.mkdir()
@@ -243,8 +242,10 @@ def test_the_grpo_mt_rehearsal_alone_makes_its_own_base(real_inputs, tmp_path):
 def check_grpo_mt_rehearsal(real_inputs: Path, home: Path, run_dir: Path, base_run: Path | None = None):
     """``--rehearse --method grpo_mt`` on the real APPS problems (with ``base_run``: taking that
     run's problems and base evaluation): no trajectories, one online row per training problem, one
-    GRPO-MT step at its profile's 8 ranks, the same evaluation of the trained model as COBALT's."""
+    GRPO-MT step at its profile's 8 ranks (fewer where memory is short), the same evaluation of the trained model as COBALT's."""
+    from cobalt.common.config import load_config
     from cobalt.recipes.paper.report import NOT_KNOWN
+    from cobalt.train.rehearsal import machine_memory_gib, ranks_that_fit
 
     command = (
         "bash scripts/reproduce_paper.sh --rehearse --method grpo_mt --profile grpo_mt_qwen3_8b "
@@ -263,8 +264,12 @@ def check_grpo_mt_rehearsal(real_inputs: Path, home: Path, run_dir: Path, base_r
     commands = report["commands"]
     assert "--profile grpo_mt_qwen3_8b" in commands["grpo"] and "--rehearse_prompts" in commands["grpo"]
     assert "verl_online/train.parquet" in commands["grpo"]
-    step = (run_dir / "logs/grpo.log").read_text(errors="replace").rsplit("rehearsal step: ", 1)[1]
-    assert '"world_size": 8' in step and '"rollout_replicas": 8' in step, step[:600]
+    # 8 ranks where memory holds them (configs/rehearsal.yaml), else fewer after veRL checked the 8
+    ranks = ranks_that_fit(8, machine_memory_gib(), load_config("rehearsal")["memory_per_rank_gib"])
+    log = (run_dir / "logs/grpo.log").read_text(errors="replace")
+    step = log.rsplit("rehearsal step: ", 1)[1]
+    assert f'"world_size": {ranks}' in step and f'"rollout_replicas": {ranks}' in step, step[:600]
+    assert ranks == 8 or f"accepts the profile's numbers at its 8 ranks; the step runs on {ranks}" in log
     metrics = json.loads((run_dir / "checkpoints/metrics.jsonl").read_text().splitlines()[-1])["data"]
     assert 1 <= metrics["reward/turns/mean"] <= 3 and "reward/context_cut/mean" in metrics, sorted(metrics)
     for key in ("livecodebench", "taco_dev"):

@@ -14,8 +14,9 @@ import yaml
 
 from cobalt.common.config import config_dir
 from cobalt.common.errors import ConfigError
+from cobalt.train import rehearsal
 from cobalt.train.profile import format_value, load_profile
-from cobalt.train.rehearsal import describe, model_family, plan, tile_prompts
+from cobalt.train.rehearsal import describe, model_family, plan, ranks_that_fit, tile_prompts
 
 ROOT = Path(__file__).resolve().parents[1]
 PAPER_PROFILES = ["multi_turn_qwen3_8b", "multi_turn_r1_distill_llama_8b", "single_turn_r1_distill_llama_8b"]
@@ -134,10 +135,13 @@ def test_a_rehearsals_paths_are_absolute_for_workers_started_elsewhere(tmp_path,
 
 
 @pytest.mark.parametrize("name", ["grpo_mt_qwen3_8b", "verpo_mt_r1_distill_llama_8b"])
-def test_an_online_profile_rehearses_on_its_own_rows_at_its_8_ranks_with_its_one_reward_worker(name):
+def test_an_online_profile_rehearses_on_its_own_rows_at_its_8_ranks_with_its_one_reward_worker(
+    name, monkeypatch
+):
     """The rehearsal's prompts are the demo problems as online rows (bandit prompts would reach a
     loop they are not for), and it never raises a helper count above the profile's: VeRPO-MT's
     group needs its one reward worker."""
+    monkeypatch.setattr(rehearsal, "machine_memory_gib", lambda: 64.0)
     staged = plan(load_profile(name))
     assert staged.prompts.parts[-2:] == ("online", "train.parquet")
     assert ("trainer.n_gpus_per_node", "8") in staged.kept
@@ -146,3 +150,29 @@ def test_an_online_profile_rehearses_on_its_own_rows_at_its_8_ranks_with_its_one
     assert staged.profile.overrides["actor_rollout_ref.rollout.agent.agent_loop_config_path"].endswith(
         "code_repair.yaml"
     )
+
+
+@pytest.mark.parametrize(
+    "ranks, memory, fit", [(8, 64, 8), (8, 48, 8), (8, 24, 4), (8, 14, 2), (6, 24, 3), (8, 3, 1), (4, 24, 4)]
+)
+def test_the_step_runs_on_the_most_ranks_memory_holds_as_a_divisor_of_the_profiles(ranks, memory, fit):
+    assert ranks_that_fit(ranks, memory, per_rank_gib=5) == fit
+
+
+def test_an_8_gpu_profile_on_24_gib_rehearses_on_4_ranks_after_verl_checks_its_numbers_at_8(monkeypatch):
+    """8 FSDP ranks and 8 rollout replicas were killed by Ray's memory monitor on 23 GiB: the step
+    runs on 4, and veRL's validate_config still judges the profile's numbers at its 8 ranks."""
+    from cobalt.train.launch import hydra_overrides
+    from cobalt.train.profile import override
+
+    monkeypatch.setattr(rehearsal, "machine_memory_gib", lambda: 24.0)
+    staged = plan(load_profile("grpo_mt_qwen3_8b"))
+    assert (staged.layout, staged.ranks) == ((8, 1), 4)
+    assert ("trainer.n_gpus_per_node", "8", "4") in staged.changes
+    overrides = hydra_overrides(staged.profile, None, [])
+    lines = []
+    assert rehearsal.check_full_world(staged, overrides, lines.append) is None
+    assert "accepts the profile's numbers at its 8 ranks; the step runs on 4" in lines[0]
+    # 3 prompts x 16 episodes cannot feed mini-batches of 64 prompts: refused at the full world
+    refused = rehearsal.check_full_world(staged, [*overrides, override("data.train_batch_size", 3)])
+    assert refused and "train_batch_size (3) must be >= actor.ppo_mini_batch_size (64)" in refused

@@ -197,6 +197,10 @@ def run(
     prepare(profile, overrides)
     if staged:
         overrides = rehearsal.prepare(staged, overrides, _log)  # the prompt length from the data
+        refused = rehearsal.check_full_world(staged, overrides, _log)
+        if refused:
+            _log(f"veRL refuses the profile's numbers at its full world size: {refused}")
+            return 2
     with ray_cluster(
         address,
         num_cpus=head.num_cpus if head else None,

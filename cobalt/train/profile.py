@@ -266,22 +266,30 @@ def verl_config_error(overrides: list[str]) -> str | None:
     config with them (hydra's message, one line), or None; veRL itself is not imported."""
     import importlib.util
 
+    if importlib.util.find_spec("verl") is None:
+        return "veRL is not installed (bash scripts/setup.sh installs it)"
+    try:
+        verl_config(overrides)
+    except Exception as e:
+        return "; ".join(line.strip() for line in str(e).splitlines() if line.strip()) or type(e).__name__
+    return None
+
+
+def verl_config(overrides: list[str]):
+    """veRL's ``ppo_trainer`` config composed with ``overrides`` as main_ppo composes it (hydra's
+    exception where it refuses them); veRL itself is not imported."""
+    import importlib.util
+
     from hydra import compose, initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
 
-    spec = importlib.util.find_spec("verl")
-    if spec is None:
-        return "veRL is not installed (bash scripts/setup.sh installs it)"
-    config_dir = Path(spec.submodule_search_locations[0]) / "trainer/config"
+    config_dir = Path(importlib.util.find_spec("verl").submodule_search_locations[0]) / "trainer/config"
     GlobalHydra.instance().clear()
     try:
         with initialize_config_dir(config_dir=str(config_dir), version_base=None):
-            compose(config_name="ppo_trainer", overrides=list(overrides))
-    except Exception as e:
-        return "; ".join(line.strip() for line in str(e).splitlines() if line.strip()) or type(e).__name__
+            return compose(config_name="ppo_trainer", overrides=list(overrides))
     finally:
         GlobalHydra.instance().clear()
-    return None
 
 
 ATTENTION_KEY = "actor_rollout_ref.model.override_config.attn_implementation"

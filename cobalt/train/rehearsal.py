@@ -19,7 +19,14 @@ from pathlib import Path
 
 from cobalt.common.config import config_dir, load_config
 from cobalt.common.errors import ConfigError
-from cobalt.train.profile import ONLINE_METHODS, format_value, override, override_value
+from cobalt.train.profile import (
+    ONLINE_METHODS,
+    format_value,
+    gpu_layout,
+    override,
+    override_value,
+    verl_config,
+)
 from cobalt.train.sft import prompt_ids
 from cobalt.train.tiny_policy import FAMILIES, WarmUpOptions, random_policy
 
@@ -42,6 +49,8 @@ class Rehearsal:
     model: WarmUpOptions
     demo_limit: int
     prompts: Path  # the parquet whose prompts stand in for the profile's data (the demo set's)
+    layout: tuple[int, int]  # the profile's (GPUs per node, nodes)
+    ranks: int  # FSDP ranks the step runs on: the profile's, or fewer where memory is short
 
 
 def model_family(model_path: str) -> str:
@@ -74,6 +83,10 @@ def plan(profile, extra: list[str] = (), prompts: str | None = None) -> Rehearsa
     overrides = {key: _filled(value, fill) for key, value in spec["overrides"].items()}
     for key in PATH_KEYS:
         overrides[key] = str(Path(overrides[key]).resolve())
+    layout = gpu_layout([override(k, v) for k, v in profile.overrides.items()])
+    ranks = ranks_that_fit(layout[0] * layout[1], machine_memory_gib(), float(spec["memory_per_rank_gib"]))
+    if ranks < layout[0] * layout[1]:
+        overrides |= {"trainer.n_gpus_per_node": ranks, "trainer.nnodes": 1}
     for key in [key for key in overrides if key.endswith(".num_workers") and key in profile.overrides]:
         # fewer helper workers than the profile's, never more (VeRPO-MT's group needs its one reward worker)
         overrides[key] = min(int(overrides[key]), int(profile.overrides[key]))
@@ -114,7 +127,54 @@ def plan(profile, extra: list[str] = (), prompts: str | None = None) -> Rehearsa
         WarmUpOptions(**spec.get("model", {})),
         int(spec.get("demo_limit", 12)),
         source,
+        layout,
+        ranks,
     )
+
+
+def ranks_that_fit(ranks: int, memory_gib: float, per_rank_gib: float) -> int:
+    """The most of the profile's ``ranks`` (with their rollout replicas) ``memory_gib`` holds, as a
+    divisor of ``ranks`` so that the profile's batches still divide evenly; at least 1."""
+    most = max(1, int(memory_gib // per_rank_gib))
+    return max(d for d in range(1, ranks + 1) if ranks % d == 0 and d <= most)
+
+
+def machine_memory_gib() -> float:
+    import psutil
+
+    return psutil.virtual_memory().total / 2**30
+
+
+def check_full_world(rehearsal: Rehearsal, overrides: list[str], log=print) -> str | None:
+    """When the step runs on fewer ranks than the profile's: veRL's own checks of the batch
+    arithmetic (``validate_config``, as main_ppo runs it) at the profile's world size. Returns
+    veRL's refusal, or None."""
+    per_node, nodes = rehearsal.layout
+    if rehearsal.ranks == per_node * nodes:
+        return None
+    full = [*overrides, override("trainer.n_gpus_per_node", per_node), override("trainer.nnodes", nodes)]
+    error = verl_batch_error(full)
+    if error is None:
+        log(
+            f"veRL's validate_config accepts the profile's numbers at its {per_node * nodes} ranks; the step "
+            f"runs on {rehearsal.ranks} (this machine's {machine_memory_gib():.0f} GiB holds "
+            f"{rehearsal.ranks} ranks with their rollout replicas: configs/rehearsal.yaml, memory_per_rank_gib)"
+        )
+    return error
+
+
+def verl_batch_error(overrides: list[str]) -> str | None:
+    """veRL's ``validate_config`` on its ``ppo_trainer`` config composed with ``overrides``: the
+    message it raises (one line), or None."""
+    from verl.trainer.ppo.utils import need_critic, need_reference_policy
+    from verl.utils.config import validate_config
+
+    config = verl_config(overrides)
+    try:
+        validate_config(config, need_reference_policy(config), need_critic(config))
+    except (AssertionError, ValueError) as e:
+        return " ".join(str(e).split()) or type(e).__name__
+    return None
 
 
 def demo_prompts(profile) -> str:
