@@ -18,11 +18,8 @@ OUT=${LEARNING_CHECK_DIR:-$ROOT/runs/learning_check/$(date -u +%Y%m%d-%H%M%S)-$$
 SEED=${LEARNING_CHECK_SEED:-1}
 METHOD=${LEARNING_CHECK_METHOD:-cobalt}
 case "$METHOD" in
-  cobalt) PROFILE=learning_check ROWS=demo/train.parquet METHOD_ARGS=() ;;
-  grpo_mt)
-    PROFILE=learning_check_grpo_mt ROWS=demo/online/train.parquet
-    METHOD_ARGS=("actor_rollout_ref.rollout.agent.agent_loop_config_path=$ROOT/configs/train/agent_loops/code_repair.yaml")
-    ;;
+  cobalt) PROFILE=learning_check ROWS=demo/train.parquet ;;
+  grpo_mt) PROFILE=learning_check_grpo_mt ROWS=demo/online/train.parquet ;;
   *) echo "learning check: LEARNING_CHECK_METHOD is $METHOD; expected cobalt or grpo_mt" >&2; exit 2 ;;
 esac
 if [ -e "$OUT" ] && [ -n "$(ls -A "$OUT")" ]; then
@@ -42,7 +39,7 @@ status=0
 DIE_WITH_SCRIPT=()
 if command -v setpriv > /dev/null; then DIE_WITH_SCRIPT=(setpriv --pdeathsig TERM); fi
 "${DIE_WITH_SCRIPT[@]}" "$PYTHON" -m cobalt.train.launch --profile "$PROFILE" \
-  "data.train_files=$OUT/$ROWS" "data.val_files=$OUT/$ROWS" "${METHOD_ARGS[@]}" \
+  "data.train_files=$OUT/$ROWS" "data.val_files=$OUT/$ROWS" \
   "actor_rollout_ref.model.path=$OUT/policy" "trainer.default_local_dir=$OUT/checkpoints" \
   "trainer.rollout_data_dir=$OUT/rollouts" \
   "data.seed=$SEED" "actor_rollout_ref.rollout.seed=$SEED" "$@" > "$OUT/train.log" 2>&1 || status=$?

@@ -332,3 +332,35 @@ def test_gpu_setup_dry_run_prints_the_plan_and_changes_nothing(tmp_path):
     assert done.returncode == 0, done.stderr
     assert "uv pip compile" in done.stdout and "\nvllm==0.32.0" in done.stdout
     assert not fresh.exists()
+
+
+def test_the_agent_loop_config_reaches_workers_started_in_another_directory(tmp_path):
+    """Regression: GRPO-MT's rehearsal in the paper chain (whose Ray head starts in the run's
+    directory) died in veRL's agent-loop workers with `Agent loop configuration file not found:
+    configs/train/agent_loops/code_repair.yaml`: the profile's path was relative to the checkout."""
+    from cobalt.train.launch import AGENT_LOOPS_KEY
+    from cobalt.train.profile import override_value
+
+    env = {"PYTHONPATH": str(ROOT), "CUDA_VISIBLE_DEVICES": ""}
+    done = subprocess.run(
+        [sys.executable, "-m", "cobalt.train.launch", "--profile", "grpo_mt_cpu", "--dry-run"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+        env={**{k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}, **env},
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    path = Path(override_value(json.loads(done.stdout)["command"][3:], AGENT_LOOPS_KEY))
+    assert path.is_absolute() and path == ROOT / "configs/train/agent_loops/code_repair.yaml"
+    # a relative path naming the caller's own file stays the caller's
+    own = tmp_path / "my_loops.yaml"
+    own.write_text((ROOT / "configs/train/agent_loops/code_repair.yaml").read_text())
+    from cobalt.train.launch import absolute_agent_loops
+
+    cwd = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        assert absolute_agent_loops([f"{AGENT_LOOPS_KEY}=my_loops.yaml"]) == [f"{AGENT_LOOPS_KEY}={own}"]
+    finally:
+        os.chdir(cwd)

@@ -28,6 +28,7 @@ from pathlib import Path
 
 from cobalt.common.argtypes import non_negative_int
 from cobalt.common.cli import ArgumentParser
+from cobalt.common.config import config_dir
 from cobalt.common.errors import ConfigError
 from cobalt.data.verl_rows import convert, online_row
 from cobalt.serve.cluster import head_gpus, ray_cluster
@@ -37,6 +38,7 @@ from cobalt.train.profile import (
     Profile,
     hydra_overrides,
     load_profile,
+    override,
     override_error,
     override_value,
     with_shell_plugins,
@@ -117,6 +119,24 @@ def evaluator_capacity(config_name: str) -> int:
     return load_evaluator_config(config_name)[1].capacity
 
 
+AGENT_LOOPS_KEY = "actor_rollout_ref.rollout.agent.agent_loop_config_path"
+
+
+def absolute_agent_loops(overrides: list[str]) -> list[str]:
+    """``overrides`` with the agent-loop config as an absolute path: veRL's workers look for it from
+    their own directory, which on a joined cluster is the head's (the paper chain starts its head in
+    the run's directory). A relative path is the caller's file where it exists, else the checkout's."""
+
+    def absolute(item: str) -> str:
+        given = override_value([item], AGENT_LOOPS_KEY)
+        if not given or Path(given).is_absolute():
+            return item
+        path = Path(given) if Path(given).exists() else config_dir().parent / given
+        return override(AGENT_LOOPS_KEY, str(path.resolve()))
+
+    return [absolute(item) for item in overrides]
+
+
 def main_ppo_command(overrides: list[str]) -> list[str]:
     return [sys.executable, "-m", "verl.trainer.main_ppo", *overrides]
 
@@ -168,7 +188,7 @@ def run(
     wandb_note = wandb_offline_note(trainer_loggers(hydra_overrides(profile, logger, extra)), os.environ)
     if wandb_note:
         os.environ["WANDB_MODE"] = "offline"  # before the overrides: forwarded to a joined cluster
-    overrides = hydra_overrides(profile, logger, extra, forward_env=joined)
+    overrides = absolute_agent_loops(hydra_overrides(profile, logger, extra, forward_env=joined))
     capacity = evaluator_capacity(profile.evaluator_config)
     overrides, note = within_evaluator_capacity(overrides, capacity)
     notes = [note] if note else []
