@@ -259,7 +259,7 @@ def check_grpo_mt_rehearsal(real_inputs: Path, home: Path, run_dir: Path, base_r
     assert "veRL parquet (online rows, one per problem)" in stages and "GRPO" in stages, sorted(stages)
     assert not [s for s in stages if s.startswith(("bandit prompts", "perturbed public tests (train)"))]
     if base_run:  # taken, not made again: those stages were done already
-        assert stages["TACO-verified → problems"]["seconds"] == 0.0, stages
+        assert stages["TACO-verified → problems"] == 0.0, stages  # seconds
     assert not (run_dir / "trajectories").exists()
     commands = report["commands"]
     assert "--profile grpo_mt_qwen3_8b" in commands["grpo"] and "--rehearse_prompts" in commands["grpo"]
