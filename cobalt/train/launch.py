@@ -299,7 +299,8 @@ def main(argv=None) -> int:
         "--rehearse",
         action="store_true",
         help="one GRPO step of the profile's topology and batch arithmetic on CPU, with a tiny "
-        "model of its family (configs/rehearsal.yaml; every change is printed)",
+        "model of its family (configs/rehearsal.yaml; every change is printed; fewer ranks where memory "
+        "is short, after veRL has checked the numbers at the profile's)",
     )
     parser.add_argument(
         "--evaluator-config",
