@@ -28,14 +28,15 @@ from pathlib import Path
 
 from cobalt.common.argtypes import non_negative_int
 from cobalt.common.cli import ArgumentParser
-from cobalt.common.config import config_dir
 from cobalt.common.errors import ConfigError
 from cobalt.data.verl_rows import convert, online_row
 from cobalt.serve.cluster import head_gpus, ray_cluster
 from cobalt.train import rehearsal
 from cobalt.train.attention import choose as choose_attention
 from cobalt.train.profile import (
+    AGENT_LOOPS_KEY,
     Profile,
+    agent_loops_path,
     hydra_overrides,
     load_profile,
     override,
@@ -119,20 +120,12 @@ def evaluator_capacity(config_name: str) -> int:
     return load_evaluator_config(config_name)[1].capacity
 
 
-AGENT_LOOPS_KEY = "actor_rollout_ref.rollout.agent.agent_loop_config_path"
-
-
 def absolute_agent_loops(overrides: list[str]) -> list[str]:
-    """``overrides`` with the agent-loop config as an absolute path: veRL's workers look for it from
-    their own directory, which on a joined cluster is the head's (the paper chain starts its head in
-    the run's directory). A relative path is the caller's file where it exists, else the checkout's."""
+    """``overrides`` with the agent-loop config as an absolute path (``agent_loops_path``)."""
 
     def absolute(item: str) -> str:
         given = override_value([item], AGENT_LOOPS_KEY)
-        if not given or Path(given).is_absolute():
-            return item
-        path = Path(given) if Path(given).exists() else config_dir().parent / given
-        return override(AGENT_LOOPS_KEY, str(path.resolve()))
+        return override(AGENT_LOOPS_KEY, str(agent_loops_path(given))) if given else item
 
     return [absolute(item) for item in overrides]
 

@@ -292,6 +292,19 @@ def verl_config(overrides: list[str]):
         GlobalHydra.instance().clear()
 
 
+AGENT_LOOPS_KEY = "actor_rollout_ref.rollout.agent.agent_loop_config_path"
+
+
+def agent_loops_path(given: str) -> Path:
+    """The agent-loop config a profile names, as an absolute path: veRL's workers look for it from
+    their own directory, which on a joined cluster is the head's. A relative path is the caller's
+    file where it exists, else the checkout's (``configs/train/agent_loops/``)."""
+    path = Path(given)
+    if not path.is_absolute() and not path.exists():
+        path = config_dir().parent / given
+    return path.resolve()
+
+
 ATTENTION_KEY = "actor_rollout_ref.model.override_config.attn_implementation"
 
 

@@ -327,10 +327,9 @@ def online_turns(setting) -> int:
     """An online method's most turns an episode: ``max_turns`` of the agent loop its profile registers."""
     import yaml
 
-    from cobalt.common.config import config_dir
+    from cobalt.train.profile import AGENT_LOOPS_KEY, agent_loops_path
 
-    path = Path(str(setting("actor_rollout_ref.rollout.agent.agent_loop_config_path", "")))
-    loops = yaml.safe_load((path if path.is_absolute() else config_dir().parent / path).read_text())
+    loops = yaml.safe_load(agent_loops_path(str(setting(AGENT_LOOPS_KEY, ""))).read_text())
     return int(loops[0].get("max_turns", 1))
 
 
