@@ -249,32 +249,8 @@ def prepare(rehearsal: Rehearsal, overrides: list[str], log=print) -> list[str]:
             f"rehearsal prompt length set from the data: {length} tokens (the rehearsal's {max_tokens} fit too few)"
         )
         overrides = [*overrides, override("data.max_prompt_length", length),
-                     override("actor_rollout_ref.rollout.max_model_len", length + response),
-                     *same_tokens_per_micro_batch(overrides, max_tokens + response, length + response, log)]  # fmt: skip
+                     override("actor_rollout_ref.rollout.max_model_len", length + response)]  # fmt: skip
     return overrides
-
-
-MICRO_BATCHES = (
-    "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu",
-    "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu",
-    "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu",
-)
-
-
-def same_tokens_per_micro_batch(overrides: list[str], before: int, after: int, log=print) -> list[str]:
-    """Micro-batches cut so that each holds no more tokens at the longer sequences than at the
-    rehearsal's own (the logits of the family's whole vocabulary dominate a tiny model's memory:
-    at 1,312 tokens the profile's 16 sequences a log-prob micro-batch ran a 24 GiB machine out of
-    memory). Micro-batches split work without changing the step's arithmetic; a cut one divides
-    the profile's (veRL splits a rank's batch into whole micro-batches)."""
-    changed = []
-    for key in MICRO_BATCHES:
-        size = int(override_value(overrides, key) or 0)
-        most = max(1, size * before // after)
-        if size and (cut := max(d for d in range(1, most + 1) if size % d == 0)) < size:
-            changed.append(override(key, cut))
-            log(f"rehearsal micro-batch {key}: {size} -> {cut} sequences (as many tokens as at {before})")
-    return changed
 
 
 PROMPT_LENGTH_STEP = 64
