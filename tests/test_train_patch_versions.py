@@ -40,7 +40,7 @@ def test_another_torch_warns_once_for_each_patch_written_against_torch(monkeypat
     cpu_platform.warn_stale_patches()  # start-up of a second component in the same process
     messages = warnings_of(fresh_warnings)
     torch_patches = [p.name for p in cpu_platform.PATCHES if "torch" in p.written_for]
-    assert torch_patches == ["process_group_backend", "fsdp2_offload_policy"]
+    assert torch_patches == ["process_group_backend", "fsdp2_offload_policy", "logprobs_per_row"]
     assert len(messages) == len(torch_patches)
     for name, message in zip(torch_patches, messages):
         assert message.startswith(f"CPU-platform patch {name} was written for verl 0.9.1, torch 2.13.0;")

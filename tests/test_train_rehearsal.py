@@ -90,6 +90,45 @@ def test_rehearsal_prompts_are_the_prompts_that_fit_repeated_to_the_rows_asked(t
         tile_prompts(tmp_path / "src.parquet", tmp_path / "tok", 2, 7, tmp_path / "none.parquet")
 
 
+def test_a_tiny_model_an_older_rehearsal_built_in_another_shape_is_rebuilt_with_its_prompts(
+    tmp_path, monkeypatch
+):
+    """Regression: the model was built only when missing, so a user who had rehearsed before
+    configs/rehearsal.yaml changed kept stepping the old, slower model."""
+    from cobalt.train.profile import hydra_overrides, override_value
+    from cobalt.train.tiny_policy import WarmUpOptions, built_shape, random_policy
+
+    monkeypatch.chdir(tmp_path)
+    staged = plan(load_profile("multi_turn_qwen3_8b"))
+    overrides = hydra_overrides(staged.profile)
+    model = Path(override_value(overrides, "actor_rollout_ref.model.path"))
+    tiled = Path(override_value(overrides, "data.train_files"))
+    rehearsal.prepare(staged, overrides, log=lambda line: None)  # the demo data, model and prompts
+    asked = (staged.family, staged.model.hidden_size, staged.model.layers)
+    assert built_shape(model) == asked and tiled.exists()
+    older = WarmUpOptions(hidden_size=2 * staged.model.hidden_size, layers=staged.model.layers + 1)
+    random_policy(model, older, staged.family, data=tmp_path / "data/rehearsal/demo/train.parquet")
+    tiled.write_bytes(b"tiled with the older tokenizer")
+    logged: list[str] = []
+    rehearsal.prepare(staged, overrides, log=logged.append)
+    assert built_shape(model) == asked
+    assert len(pd.read_parquet(tiled)) > 0  # tiled again: the planted bytes are no parquet
+    assert any("rebuilding it and the prompts tiled with its tokenizer" in line for line in logged), logged
+
+
+def test_a_stale_tiny_model_never_removes_a_prompt_file_the_user_named(tmp_path, monkeypatch):
+    from cobalt.train.tiny_policy import WarmUpOptions, random_policy
+
+    monkeypatch.chdir(tmp_path)
+    staged = plan(load_profile("multi_turn_qwen3_8b"))
+    model = Path(staged.profile.overrides["actor_rollout_ref.model.path"])
+    random_policy(model, WarmUpOptions(hidden_size=64, layers=2), staged.family)
+    mine = tmp_path / "my_prompts.parquet"
+    pd.DataFrame({"prompt": [[{"role": "user", "content": "hi"}]], "idx": [0]}).to_parquet(mine)
+    rehearsal.drop_stale_model(model, staged, mine, log=lambda line: None)
+    assert not model.exists() and mine.exists()
+
+
 @pytest.mark.slow
 @pytest.mark.train
 def test_a_rehearsal_fails_before_any_rollout_when_verl_rejects_the_numbers(tmp_path):

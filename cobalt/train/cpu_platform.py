@@ -9,7 +9,7 @@ Importing it only registers the ``cpu`` platform with veRL's ``PlatformRegistry`
 unless the platform is selected with ``VERL_PLATFORM=cpu``. Then the patches in :data:`PATCHES`
 are applied, each when (and only if) the module it patches is imported. Every patch records the
 versions it was written against (``written_for``: a warning at start-up names it on others) and the
-error it avoids; ``tests/test_train_cpu_platform.py``
+error (or, for ``logprobs_per_row``, the time) it avoids; ``tests/test_train_cpu_platform.py``
 fails when a patch stops applying or stops being needed.
 
 On the Ray side the platform asks for the ``GPU`` resource, so start Ray with a fake GPU count
@@ -305,6 +305,40 @@ def _patch_vllm_cpu_gemm(layer_utils) -> None:
     layer_utils.dispatch_cpu_unquantized_gemm = _plain_cpu_gemm
 
 
+LOGSUMEXP_CHUNK_ELEMENTS = 1 << 20  # 4 MiB of float32 logits per logsumexp call
+
+
+def chunked_logprobs(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """``logits[label] - logsumexp(logits)`` per position, the logsumexp taken over blocks of rows
+    (``LOGSUMEXP_CHUNK_ELEMENTS`` logits each): as little memory as one row at a time, since the
+    backward of logsumexp keeps only its input and output, and one operator call per block."""
+    picked = torch.gather(logits, dim=-1, index=labels.unsqueeze(-1)).squeeze(-1)
+    rows = logits.reshape(-1, logits.shape[-1])
+    per_block = max(1, LOGSUMEXP_CHUNK_ELEMENTS // rows.shape[-1])
+    lse = torch.cat([torch.logsumexp(block, dim=-1) for block in rows.split(per_block)])
+    return picked - lse.view(picked.shape)
+
+
+def _patch_logprobs_per_row(torch_functional) -> None:
+    # veRL 0.9.1 without flash-attn (every CPU) takes log-probs in logprobs_from_logits_v2, whose
+    # float32 branch calls torch.logsumexp once per row of its input; the FSDP engine passes the
+    # packed (tokens, vocab) logits, so a micro-batch of 16 real prompts made 21,000 calls forward
+    # and as many backward: a third of a rehearsal step's samples (docs/benchmarks.md). Same
+    # formula, one call per block of rows; other dtypes keep veRL's own path.
+    original = torch_functional.logprobs_from_logits_v2
+    if getattr(original, "_cobalt_cpu_patch", False):
+        return
+
+    def logprobs_from_logits_v2(logits, labels):
+        if logits.dtype in (torch.float32, torch.float64):
+            return chunked_logprobs(logits, labels)
+        return original(logits, labels)
+
+    logprobs_from_logits_v2._cobalt_cpu_patch = True
+    logprobs_from_logits_v2.__wrapped__ = original
+    torch_functional.logprobs_from_logits_v2 = logprobs_from_logits_v2
+
+
 PATCHES: tuple[Patch, ...] = (
     Patch("process_group_backend", "verl.utils.distributed", _patch_process_group_backend, VERL_TORCH),
     Patch(
@@ -321,6 +355,7 @@ PATCHES: tuple[Patch, ...] = (
     ),
     Patch("vllm_version_lookup", "importlib.metadata", _patch_vllm_version_lookup, VERL_VLLM),
     Patch("vllm_cpu_gemm", "vllm.model_executor.layers.utils", _patch_vllm_cpu_gemm, VERL_VLLM),
+    Patch("logprobs_per_row", "verl.utils.torch_functional", _patch_logprobs_per_row, VERL_TORCH),
 )
 
 

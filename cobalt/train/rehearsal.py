@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import shutil
 import subprocess
 import sys
 import time
@@ -28,7 +29,7 @@ from cobalt.train.profile import (
     verl_config,
 )
 from cobalt.train.sft import prompt_ids
-from cobalt.train.tiny_policy import FAMILIES, WarmUpOptions, random_policy
+from cobalt.train.tiny_policy import FAMILIES, WarmUpOptions, built_shape, random_policy
 
 VERL_DEFAULT = "(veRL default)"
 PATH_KEYS = (
@@ -230,10 +231,11 @@ def prepare(rehearsal: Rehearsal, overrides: list[str], log=print) -> list[str]:
             make=online_row,
         )
     model_dir = Path(override_value(overrides, "actor_rollout_ref.model.path"))
+    train_file = Path(override_value(overrides, "data.train_files"))
+    drop_stale_model(model_dir, rehearsal, train_file, log)
     if not (model_dir / "config.json").exists():
         log(f"preparing a tiny random {rehearsal.family} model in {model_dir}")
         random_policy(model_dir, rehearsal.model, rehearsal.family, data=demo / "train.parquet")
-    train_file = Path(override_value(overrides, "data.train_files"))
     max_tokens = int(override_value(overrides, "data.max_prompt_length"))
     if not train_file.exists():
         batch = int(override_value(overrides, "data.train_batch_size") or 1)
@@ -251,6 +253,28 @@ def prepare(rehearsal: Rehearsal, overrides: list[str], log=print) -> list[str]:
         overrides = [*overrides, override("data.max_prompt_length", length),
                      override("actor_rollout_ref.rollout.max_model_len", length + response)]  # fmt: skip
     return overrides
+
+
+def drop_stale_model(model_dir: Path, rehearsal: Rehearsal, train_file: Path, log=print) -> None:
+    """Remove a tiny model an earlier rehearsal built in another shape than configs/rehearsal.yaml
+    asks for today, and the prompts tiled with its tokenizer: both are rebuilt. Both are the
+    rehearsal's own outputs (``data/rehearsal/<profile>/policy``, ``rehearsal_<profile>.parquet``)."""
+    if not (model_dir / "config.json").exists():
+        return
+    built = built_shape(model_dir)
+    asked = (rehearsal.family, rehearsal.model.hidden_size, rehearsal.model.layers)
+    if built == asked:
+        return
+    log(f"the tiny model in {model_dir} is {shape_text(built)}, configs/rehearsal.yaml asks for "
+        f"{shape_text(asked)}: rebuilding it and the prompts tiled with its tokenizer")  # fmt: skip
+    shutil.rmtree(model_dir)
+    if train_file == Path(rehearsal.profile.overrides["data.train_files"]):  # not a file the user named
+        train_file.unlink(missing_ok=True)
+
+
+def shape_text(shape: tuple) -> str:
+    family, width, layers = shape
+    return f"{family}, {width} wide, {layers} layer{'s' if layers != 1 else ''}"
 
 
 PROMPT_LENGTH_STEP = 64

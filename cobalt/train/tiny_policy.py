@@ -129,6 +129,12 @@ def build_model(tokenizer, opts: WarmUpOptions, family: str = "qwen2"):
     return model
 
 
+def built_shape(model_dir: Path) -> tuple:
+    """(family, width, layers) of the tiny model saved in ``model_dir``, as ``build_model`` set them."""
+    config = json.loads((Path(model_dir) / "config.json").read_text())
+    return config.get("model_type"), config.get("hidden_size"), config.get("num_hidden_layers")
+
+
 def loaded_tokenizer(tokenizer, out: Path, opts: WarmUpOptions):
     """The tokenizer as vLLM and veRL will load it from ``out``: once the model's config.json is
     there, AutoTokenizer picks the Qwen2 tokenizer class, which rebuilds the pre-tokenizer (its own
