@@ -54,7 +54,9 @@ def main(argv=None) -> None:
     for label, backward in (("forward", False), ("forward + backward", True)):
         before = best_seconds(verls, logits, labels, backward, args.repeats)
         after = best_seconds(chunked_logprobs, logits, labels, backward, args.repeats)
-        print(f"{label:20s} veRL per row {before:.3f} s   patched {after:.3f} s   {before / after:.1f}x faster")
+        print(
+            f"{label:20s} veRL per row {before:.3f} s   patched {after:.3f} s   {before / after:.1f}x faster"
+        )
 
 
 if __name__ == "__main__":
