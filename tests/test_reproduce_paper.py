@@ -203,9 +203,11 @@ def test_the_rehearsal_runs_the_whole_chain_on_real_problems_to_a_report_beside_
             assert len(report[key]["pass_at_1"][model]["pass_at_1"]) == 1 + cfg["eval_turns"]
     # the trained model is the rehearsal step's checkpoint, trained on this run's own prompts
     assert "checkpoints/global_step_1/actor/huggingface" in commands["eval_trained_single"]
-    # the step's metrics reached the launcher through the joined cluster: 4 ranks, 4 rollout replicas
+    # the step's metrics reached the launcher through the joined cluster: the profile's 4 ranks and
+    # 4 rollout replicas, or as many as this machine's memory and cores step well
+    ranks = rehearsed_ranks(4)
     step = (run_dir / "logs/grpo.log").read_text(errors="replace").rsplit("rehearsal step: ", 1)[1]
-    assert '"world_size": 4' in step and '"rollout_replicas": 4' in step, step[:600]
+    assert f'"world_size": {ranks}' in step and f'"rollout_replicas": {ranks}' in step, step[:600]
     md = (run_dir / "report/report.md").read_text()
     assert "A rehearsal on CPU" in md and "## Comparability" in md
     # the real statements do not fit the rehearsal's 384 prompt tokens: the length came from the data
@@ -242,10 +244,9 @@ def test_the_grpo_mt_rehearsal_alone_makes_its_own_base(real_inputs, tmp_path):
 def check_grpo_mt_rehearsal(real_inputs: Path, home: Path, run_dir: Path, base_run: Path | None = None):
     """``--rehearse --method grpo_mt`` on the real APPS problems (with ``base_run``: taking that
     run's problems and base evaluation): no trajectories, one online row per training problem, one
-    GRPO-MT step at its profile's 8 ranks (fewer where memory is short), the same evaluation of the trained model as COBALT's."""
-    from cobalt.common.config import load_config
+    GRPO-MT step at its profile's 8 ranks (fewer where memory or cores are short), the same
+    evaluation of the trained model as COBALT's."""
     from cobalt.recipes.paper.report import NOT_KNOWN
-    from cobalt.train.rehearsal import machine_memory_gib, ranks_that_fit
 
     command = (
         "bash scripts/reproduce_paper.sh --rehearse --method grpo_mt --profile grpo_mt_qwen3_8b "
@@ -264,8 +265,8 @@ def check_grpo_mt_rehearsal(real_inputs: Path, home: Path, run_dir: Path, base_r
     commands = report["commands"]
     assert "--profile grpo_mt_qwen3_8b" in commands["grpo"] and "--rehearse_prompts" in commands["grpo"]
     assert "verl_online/train.parquet" in commands["grpo"]
-    # 8 ranks where memory holds them (configs/rehearsal.yaml), else fewer after veRL checked the 8
-    ranks = ranks_that_fit(8, machine_memory_gib(), load_config("rehearsal")["memory_per_rank_gib"])
+    # 8 ranks where memory and cores hold them (configs/rehearsal.yaml), else fewer after veRL checked the 8
+    ranks = rehearsed_ranks(8)
     log = (run_dir / "logs/grpo.log").read_text(errors="replace")
     step = log.rsplit("rehearsal step: ", 1)[1]
     assert f'"world_size": {ranks}' in step and f'"rollout_replicas": {ranks}' in step, step[:600]
@@ -280,10 +281,23 @@ def check_grpo_mt_rehearsal(real_inputs: Path, home: Path, run_dir: Path, base_r
     assert not (home / ".ray").exists()
 
 
+def rehearsed_ranks(profile_ranks: int) -> int:
+    """The ranks a rehearsal of a profile of ``profile_ranks`` steps on, on this machine."""
+    from cobalt.common.config import load_config
+    from cobalt.train.rehearsal import machine_cores, machine_memory_gib, ranks_that_fit
+
+    per_rank = load_config("rehearsal")["memory_per_rank_gib"]
+    return ranks_that_fit(profile_ranks, machine_memory_gib(), per_rank, machine_cores())
+
+
 def test_the_chains_head_is_sized_for_the_profile_and_a_gpu_run_checks_the_gpus_first(monkeypatch):
     from cobalt.common.config import from_dict, load_config
     from cobalt.pipeline.stages import Run
     from cobalt.recipes.paper.reproduce import Inputs, PaperConfig, head_size, missing_gpus
+    from cobalt.train import rehearsal as rehearsal_plan
+
+    monkeypatch.setattr(rehearsal_plan, "machine_memory_gib", lambda: 24.0)
+    monkeypatch.setattr(rehearsal_plan, "machine_cores", lambda: 8)
 
     rehearsal = from_dict(PaperConfig, load_config("paper_rehearsal"))
     gpu = from_dict(PaperConfig, load_config("paper"))

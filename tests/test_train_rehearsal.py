@@ -40,6 +40,13 @@ TOPOLOGY_KEYS = [
 ]
 
 
+@pytest.fixture(autouse=True)
+def many_cores(monkeypatch):
+    """A machine whose cores hold every rank: the tests below are about memory and the profile's
+    numbers (the cores' cap has its own tests)."""
+    monkeypatch.setattr(rehearsal, "machine_cores", lambda: 64)
+
+
 def test_the_rehearsal_overlay_changes_no_topology_or_batch_key():
     overlay = yaml.safe_load((config_dir() / "rehearsal.yaml").read_text())["overrides"]
     touched = {key.lstrip("+") for key in overlay} & set(TOPOLOGY_KEYS)
@@ -196,6 +203,32 @@ def test_an_online_profile_rehearses_on_its_own_rows_at_its_8_ranks_with_its_one
 )
 def test_the_step_runs_on_the_most_ranks_memory_holds_as_a_divisor_of_the_profiles(ranks, memory, fit):
     assert ranks_that_fit(ranks, memory, per_rank_gib=5) == fit
+
+
+@pytest.mark.parametrize(
+    "ranks, memory, cores, fit",
+    [(4, 24, 2, 2), (8, 64, 2, 2), (8, 64, 1, 2), (8, 8, 1, 1), (6, 64, 4, 3), (4, 24, 16, 4), (1, 24, 2, 1)],
+)
+def test_the_step_runs_on_no_more_ranks_than_cores_but_on_two_where_memory_holds_them(
+    ranks, memory, cores, fit
+):
+    assert ranks_that_fit(ranks, memory, per_rank_gib=5, cores=cores) == fit
+
+
+def test_a_4_gpu_profile_on_2_cores_steps_on_2_ranks_after_verl_checks_its_numbers_at_4(monkeypatch):
+    """Each rank and its rollout replica is a process of its own: on 2 cores, 4 of each only
+    time-slice. The step runs on 2; veRL still judges the profile's numbers at its 4 ranks."""
+    from cobalt.train.launch import hydra_overrides
+
+    monkeypatch.setattr(rehearsal, "machine_memory_gib", lambda: 24.0)
+    monkeypatch.setattr(rehearsal, "machine_cores", lambda: 2)
+    staged = plan(load_profile("multi_turn_qwen3_8b"))
+    assert (staged.layout, staged.ranks) == ((4, 1), 2)
+    assert ("trainer.n_gpus_per_node", "4", "2") in staged.changes
+    lines = []
+    assert rehearsal.check_full_world(staged, hydra_overrides(staged.profile, None, []), lines.append) is None
+    assert "accepts the profile's numbers at its 4 ranks; the step runs on 2" in lines[0]
+    assert "2 cores, one rank per core" in lines[0]
 
 
 def test_an_8_gpu_profile_on_24_gib_rehearses_on_4_ranks_after_verl_checks_its_numbers_at_8(monkeypatch):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -85,7 +86,9 @@ def plan(profile, extra: list[str] = (), prompts: str | None = None) -> Rehearsa
     for key in PATH_KEYS:
         overrides[key] = str(Path(overrides[key]).resolve())
     layout = gpu_layout([override(k, v) for k, v in profile.overrides.items()])
-    ranks = ranks_that_fit(layout[0] * layout[1], machine_memory_gib(), float(spec["memory_per_rank_gib"]))
+    ranks = ranks_that_fit(
+        layout[0] * layout[1], machine_memory_gib(), float(spec["memory_per_rank_gib"]), machine_cores()
+    )
     if ranks < layout[0] * layout[1]:
         overrides |= {"trainer.n_gpus_per_node": ranks, "trainer.nnodes": 1}
     for key in [key for key in overrides if key.endswith(".num_workers") and key in profile.overrides]:
@@ -133,10 +136,18 @@ def plan(profile, extra: list[str] = (), prompts: str | None = None) -> Rehearsa
     )
 
 
-def ranks_that_fit(ranks: int, memory_gib: float, per_rank_gib: float) -> int:
-    """The most of the profile's ``ranks`` (with their rollout replicas) ``memory_gib`` holds, as a
-    divisor of ``ranks`` so that the profile's batches still divide evenly; at least 1."""
+SHARDED_RANKS = 2  # the fewest ranks a multi-rank profile steps on where memory holds them
+
+
+def ranks_that_fit(ranks: int, memory_gib: float, per_rank_gib: float, cores: int | None = None) -> int:
+    """The most of the profile's ``ranks`` the machine steps well, as a divisor of ``ranks`` so that
+    the profile's batches still divide evenly: no more than ``memory_gib`` holds with their rollout
+    replicas, and no more than its ``cores`` (a rank and its replica take turns on a core; more
+    ranks only time-slice, docs/benchmarks.md), yet
+    ``SHARDED_RANKS`` where memory holds them, so that the step still shards; at least 1."""
     most = max(1, int(memory_gib // per_rank_gib))
+    if cores is not None:
+        most = min(most, max(cores, SHARDED_RANKS))
     return max(d for d in range(1, ranks + 1) if ranks % d == 0 and d <= most)
 
 
@@ -144,6 +155,10 @@ def machine_memory_gib() -> float:
     import psutil
 
     return psutil.virtual_memory().total / 2**30
+
+
+def machine_cores() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
 def check_full_world(rehearsal: Rehearsal, overrides: list[str], log=print) -> str | None:
@@ -158,8 +173,9 @@ def check_full_world(rehearsal: Rehearsal, overrides: list[str], log=print) -> s
     if error is None:
         log(
             f"veRL's validate_config accepts the profile's numbers at its {per_node * nodes} ranks; the step "
-            f"runs on {rehearsal.ranks} (this machine's {machine_memory_gib():.0f} GiB holds "
-            f"{rehearsal.ranks} ranks with their rollout replicas: configs/rehearsal.yaml, memory_per_rank_gib)"
+            f"runs on {rehearsal.ranks}, the most this machine steps well ({machine_memory_gib():.0f} GiB at "
+            f"memory_per_rank_gib in configs/rehearsal.yaml; {machine_cores()} cores, one rank per core, at "
+            f"least {SHARDED_RANKS})"
         )
     return error
 
