@@ -84,6 +84,7 @@ def step_metrics(log: str) -> dict:
 
 def rehearse(profile: str, prompts: str | None, tunable: str | None, work: Path) -> dict:
     env = dict(os.environ, COBALT_CONFIG_DIR=str(config_copy(tunable, work)), HOME=str(work / "home"))
+    env.pop("GLIBC_TUNABLES", None)  # the baseline takes none from the shell either
     (work / "home").mkdir()
     command = [sys.executable, "-m", "cobalt.train.launch", "--profile", profile, "--rehearse"]
     command += ["--rehearse-prompts", prompts] if prompts else []
