@@ -38,29 +38,14 @@ def pytest_unconfigure(config):
         shutil.rmtree(top, ignore_errors=True)
 
 
-SESSION_FIXTURES = {"ray_cluster", "evaluator_app", "tiny_engine"}
-
-
-def run_order(item) -> int:
-    """0: tests marked ``memory_heavy`` (the paper chain's rehearsal: 4 ranks and 4 rollout engines,
-    20.5 GiB at peak), before any session fixture's Ray head and engines hold memory: after them,
-    in CI, Ray's memory monitor killed the rehearsal's workers at 22.5 of 23.6 GB.
-    1: whole training runs on clusters of their own, before the session's cluster, evaluator and
-    engine exist: idle, those take a tenth of the two cores (docs/benchmarks.md), which the runs
-    would lose. 2: the rest, in file order."""
-    if "memory_heavy" in item.keywords:
-        return 0
-    if {"train", "slow"} <= set(item.keywords) and not SESSION_FIXTURES & set(item.fixturenames):
-        return 1
-    return 2
+pytest_plugins = ["run_alone", "time_budget"]  # the workers and the order; the time budgets
 
 
 def pytest_collection_modifyitems(config, items):
-    """Tests run in ``run_order`` (a stable sort). The learning check's deliberately broken twins
-    (a whole training run each, 15-20 min on 2 cores) run only when asked for:
-    COBALT_LEARNING_CHECK=1 bash scripts/test.sh tests/test_learning_check.py. The passing check
-    itself runs in CI."""
-    items.sort(key=run_order)
+    """The learning check's deliberately broken twins (a whole training run each, 15-20 min on 2
+    cores) run only when asked for: COBALT_LEARNING_CHECK=1 bash scripts/test.sh
+    tests/test_learning_check.py. The passing check itself runs in CI. (The order of the tests is
+    run_alone.py's.)"""
     if os.environ.get("COBALT_LEARNING_CHECK") == "1":
         return
     skip = pytest.mark.skip(reason="a learning-check training run: set COBALT_LEARNING_CHECK=1 to run it")

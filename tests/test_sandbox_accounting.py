@@ -20,6 +20,8 @@ from pathlib import Path
 import pytest
 from sandbox_fixtures import backend_config
 
+pytestmark = pytest.mark.one_worker  # uids of its own, whose processes it follows
+
 ROOT = Path(__file__).resolve().parents[1]
 UID_BASE = {"bwrap": 64000, "landlock": 64100}  # uids of their own: leftovers are attributable
 

@@ -19,6 +19,8 @@ from sandbox_fixtures import FORKED_SPINNERS, backend_config, processes_of
 from cobalt.sandbox import evaluate
 from cobalt.sandbox.runner import WARM_POOL, _try_slot, get_backend, run_in_sandbox
 
+pytestmark = pytest.mark.alone  # fork bombs, spinners and floods load the whole machine
+
 AS_ROOT = os.geteuid() == 0
 UID_BASE = {"bwrap": 62000, "landlock": 62100}  # uids of their own: leftovers are attributable
 

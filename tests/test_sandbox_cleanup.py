@@ -22,6 +22,8 @@ from sandbox_fixtures import backend_config, processes_of
 from cobalt.sandbox import evaluate
 from cobalt.sandbox.runner import WARM_POOL, get_backend, sweep_stale_slots
 
+pytestmark = pytest.mark.one_worker  # counts the processes of its own uids
+
 ROOT = Path(__file__).resolve().parents[1]
 AS_ROOT = os.geteuid() == 0
 UID_BASE = {"bwrap": 62800, "landlock": 62900}  # uids of their own: leftovers are attributable

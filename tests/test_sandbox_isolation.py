@@ -14,6 +14,8 @@ from sandbox_fixtures import backend_config, processes_of
 
 from cobalt.sandbox.runner import WARM_POOL, run_in_sandbox
 
+pytestmark = pytest.mark.one_worker  # counts the processes of its own uids
+
 # What B reports: every attribute of its sandbox that an earlier request could have changed and
 # that a request can see. Nothing that differs between two fresh sandboxes (pids, times).
 FINGERPRINT = r"""

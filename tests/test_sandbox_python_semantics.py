@@ -90,7 +90,7 @@ def as_python3(code: str, stdin: str, tmp_path) -> tuple[str, int]:
 
 @pytest.fixture(params=["bwrap", "landlock"], scope="module")
 def cfg(request):
-    return backend_config(request.param, uid_base={"bwrap": 62600, "landlock": 62700}[request.param], slots=4)
+    return backend_config(request.param, uid_base={"bwrap": 62400, "landlock": 62500}[request.param], slots=4)
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the sandbox is Linux-only")

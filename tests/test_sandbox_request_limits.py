@@ -72,6 +72,7 @@ BUSY_BUT_CORRECT = (
 )
 
 
+@pytest.mark.alone  # 64 spinners load the whole machine
 def test_a_hostile_request_does_not_change_anothers_verdict(cfg):
     hostile_cfg = dataclasses.replace(cfg, slots=4, uid_base=cfg.uid_base + 10)
 

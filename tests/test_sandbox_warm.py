@@ -14,6 +14,8 @@ from sandbox_fixtures import backend_config, processes_of
 
 from cobalt.sandbox.runner import WARM_POOL, RequestTimeout, _try_slot, run_in_sandbox
 
+pytestmark = pytest.mark.one_worker  # counts the processes of its own uids
+
 SLOTS = 2
 
 

@@ -1,0 +1,125 @@
+"""Two workers for the light tests, the heavy ones alone (a pytest plugin, loaded by conftest.py).
+
+Under pytest-xdist (``scripts/test.sh`` asks for it), every test is one of:
+
+* **alone**: it starts a Ray cluster or veRL of its own, loads the whole machine, or is marked
+  ``alone`` (it counts processes machine-wide). It runs with nothing beside it.
+* **on the cluster worker**: it uses the session's Ray head, evaluator or engine. These run on one
+  worker, after the alone ones (the same order as ``run_order``), so the session's cluster starts
+  once and never beside a training run; they may run beside light tests.
+* **one worker per module**: marked ``one_worker`` (its tests count the processes of the module's
+  own sandbox uids, which another worker's test of that module would run).
+* **light**: anything else, on any worker, two at a time.
+
+Alone tests and the cluster worker's tests share one xdist group, so they run in their
+``run_order`` on one worker. "Alone" is a machine-wide readers-writer lock on two files: a light
+test holds the room shared, an alone test holds it exclusively; the turnstile keeps a waiting alone
+test from being starved by a stream of light ones. Without xdist nothing is locked.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import tempfile
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+SESSION_FIXTURES = {"ray_cluster", "evaluator_app", "tiny_engine"}
+HEAVY_GROUP = "heavy"  # the xdist group of the alone tests and the session cluster's tests
+LOCK_DIR_VARIABLE = "COBALT_TEST_LOCK_DIR"
+
+
+def uses_session_cluster(item) -> bool:
+    return bool(SESSION_FIXTURES & set(item.fixturenames))
+
+
+def runs_alone(item) -> bool:
+    """Nothing may run beside it: the paper chain's memory, a training run's cores, a cluster or a
+    load of its own, or a count of the machine's processes (marked ``alone``)."""
+    keywords = set(item.keywords)
+    if "memory_heavy" in keywords or "alone" in keywords:
+        return True
+    return "slow" in keywords and not uses_session_cluster(item)
+
+
+def run_order(item) -> int:
+    """0: tests marked ``memory_heavy`` (the paper chain's rehearsal: 4 ranks and 4 rollout engines,
+    20.5 GiB at peak), before any session fixture's Ray head and engines hold memory: after them,
+    in CI, Ray's memory monitor killed the rehearsal's workers at 22.5 of 23.6 GB.
+    1: whole training runs on clusters of their own, before the session's cluster, evaluator and
+    engine exist: idle, those take a tenth of the two cores (docs/benchmarks.md), which the runs
+    would lose. 2: the rest, in file order."""
+    if "memory_heavy" in item.keywords:
+        return 0
+    if {"train", "slow"} <= set(item.keywords) and not uses_session_cluster(item):
+        return 1
+    return 2
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "alone: loads the whole machine: nothing runs beside it")
+    config.addinivalue_line(
+        "markers",
+        "one_worker: counts the processes of its module's sandbox uids: the module's tests run on one worker",
+    )
+    if is_controller(config) and distributed(config) and LOCK_DIR_VARIABLE not in os.environ:
+        # the workers inherit the variable: one lock directory per run
+        os.environ[LOCK_DIR_VARIABLE] = tempfile.mkdtemp(prefix="cobalt-test-locks-")
+
+
+def is_controller(config) -> bool:
+    return not hasattr(config, "workerinput")
+
+
+def distributed(config) -> bool:
+    return bool(getattr(config.option, "numprocesses", None)) and getattr(config.option, "dist", "no") != "no"
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist names the groups in the node ids
+def pytest_collection_modifyitems(config, items):
+    items.sort(key=run_order)
+    for item in items:
+        if runs_alone(item) or uses_session_cluster(item):
+            item.add_marker(pytest.mark.xdist_group(HEAVY_GROUP))
+        elif "one_worker" in item.keywords:
+            item.add_marker(pytest.mark.xdist_group(Path(str(item.path)).stem))
+
+
+@contextmanager
+def _flock(path: Path, mode: int):
+    with open(path, "a+") as handle:
+        fcntl.flock(handle, mode)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+@contextmanager
+def machine_share(alone: bool):
+    """Hold the room: exclusively for an alone test, shared for the others."""
+    top = os.environ.get(LOCK_DIR_VARIABLE)
+    if not top:
+        yield
+        return
+    turnstile, room = Path(top) / "turnstile", Path(top) / "room"
+    if alone:
+        with _flock(turnstile, fcntl.LOCK_EX), _flock(room, fcntl.LOCK_EX):
+            yield
+        return
+    with _flock(turnstile, fcntl.LOCK_EX):
+        pass  # wait behind an alone test that is waiting for the room
+    with _flock(room, fcntl.LOCK_SH):
+        yield
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    if hasattr(item.config, "workerinput"):
+        with machine_share(runs_alone(item)):
+            yield
+    else:
+        yield

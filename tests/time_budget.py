@@ -1,0 +1,145 @@
+"""Time budgets that test themselves (a pytest plugin, loaded by conftest.py).
+
+``tests/time_budgets.yaml`` names the budget of each slow test in seconds on its reference machine;
+any other test gets ``default_s``. A test's time is its setup, call and teardown together (a
+fixture's start-up is paid by the first test that asks for it).
+
+* A passing test that takes more than ``tolerance`` (1.5) times its scaled budget fails at
+  teardown, naming its time and budget.
+* A whole run that takes more than ``suite_limit_s`` (scaled) fails, naming its slowest tests.
+
+The scale is the machine's speed against the reference machine: a short calibration (a fixed
+pure-Python workload, the best of several tries) divided by the file's ``reference_calibration_s``,
+never below 1 (a fast machine keeps the reference's budgets), at most ``max_scale``. Set
+``COBALT_SPEED_SCALE`` to fix it, and ``COBALT_TIME_BUDGETS`` to read another file.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+BUDGETS_FILE = Path(__file__).with_name("time_budgets.yaml")
+SCALE_VARIABLE = "COBALT_SPEED_SCALE"  # set by the controller, inherited by xdist's workers
+_started = pytest.StashKey[float]()
+_spent = pytest.StashKey[float]()
+_times: dict[str, float] = {}  # test id -> seconds, in the process that reports
+
+
+def calibration_s(tries: int = 5) -> float:
+    """Seconds of a fixed pure-Python workload (the best of ``tries``): the interpreter's speed,
+    which the slow tests' Ray, veRL and evaluator code mostly run on."""
+    best = float("inf")
+    for _ in range(tries):
+        start = time.perf_counter()
+        table: dict[int, int] = {}
+        for i in range(1_500_000):
+            table[i % 1024] = table.get(i % 1024, 0) + i * 3 // 7
+        sorted(str(value) for value in table.values())
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def load_budgets(path: Path) -> dict:
+    try:
+        data = yaml.safe_load(path.read_text())
+        return {
+            "default_s": float(data["default_s"]),
+            "tolerance": float(data["tolerance"]),
+            "suite_limit_s": float(data["suite_limit_s"]),
+            "reference_calibration_s": float(data["reference_calibration_s"]),
+            "max_scale": float(data["max_scale"]),
+            "tests": {str(name): float(seconds) for name, seconds in (data.get("tests") or {}).items()},
+        }
+    except (OSError, yaml.YAMLError, KeyError, TypeError, ValueError) as error:
+        raise pytest.UsageError(
+            f"{path}: a time-budget file needs default_s, tolerance, suite_limit_s, "
+            f"reference_calibration_s, max_scale and tests: {error!r}"
+        ) from error
+
+
+def test_id(nodeid: str) -> str:
+    """The id without xdist's group suffix (``...::test_x@heavy``)."""
+    tail = nodeid.rsplit("@", 1)
+    return tail[0] if len(tail) == 2 and "]" not in tail[1] else nodeid
+
+
+def pytest_configure(config):
+    path = Path(os.environ.get("COBALT_TIME_BUDGETS") or BUDGETS_FILE)
+    budgets = load_budgets(path)
+    if SCALE_VARIABLE not in os.environ:
+        measured = calibration_s()
+        scale = min(budgets["max_scale"], max(1.0, measured / budgets["reference_calibration_s"]))
+        os.environ[SCALE_VARIABLE] = f"{scale:.3f}"
+        budgets["calibration"] = measured
+    budgets["scale"] = float(os.environ[SCALE_VARIABLE])
+    budgets["path"] = path
+    config.stash[_started] = time.monotonic()
+    config._cobalt_budgets = budgets
+
+
+def allowed_s(budgets: dict, nodeid: str) -> tuple[float, float]:
+    """(the test's budget on the reference machine, the most it may take here)."""
+    budget = budgets["tests"].get(test_id(nodeid), budgets["default_s"])
+    return budget, budget * budgets["scale"] * budgets["tolerance"]
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    spent = item.stash.get(_spent, 0.0) + report.duration
+    item.stash[_spent] = spent
+    if not report.passed:
+        item.stash[_spent] = float("-inf")  # a failed or skipped test is not judged on its time
+    if report.when != "teardown" or spent < 0:
+        return
+    budgets = item.config._cobalt_budgets
+    budget, limit = allowed_s(budgets, item.nodeid)
+    if spent > limit:
+        report.outcome = "failed"
+        report.longrepr = (
+            f"time budget exceeded: {test_id(item.nodeid)} took {spent:.0f} s, more than "
+            f"{budgets['tolerance']} x its budget {budget:.0f} s x this machine's speed scale "
+            f"{budgets['scale']:.2f} = {limit:.0f} s ({budgets['path'].name})"
+        )
+
+
+def pytest_runtest_logreport(report):
+    """The controller's record of each test's time (under xdist the workers judge the budgets)."""
+    _times[test_id(report.nodeid)] = _times.get(test_id(report.nodeid), 0.0) + report.duration
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    budgets = getattr(config, "_cobalt_budgets", None)
+    if budgets is None or hasattr(config, "workerinput"):
+        return
+    elapsed = time.monotonic() - config.stash[_started]
+    limit = budgets["suite_limit_s"] * budgets["scale"]
+    measured = f", calibration {budgets['calibration']:.3f} s" if "calibration" in budgets else ""
+    terminalreporter.write_line(
+        f"time budgets: the run took {elapsed:.0f} s of its {limit:.0f} s; machine speed scale "
+        f"{budgets['scale']:.2f}{measured} (reference {budgets['reference_calibration_s']:.3f} s)"
+    )
+    if elapsed > limit:
+        terminalreporter.write_line(
+            f"time budget exceeded: the whole run took {elapsed:.0f} s, more than its limit of "
+            f"{budgets['suite_limit_s']:.0f} s x speed scale {budgets['scale']:.2f} = {limit:.0f} s",
+            red=True,
+        )
+        slowest = sorted(_times.items(), key=lambda pair: -pair[1])[:5]
+        for name, seconds in slowest:
+            terminalreporter.write_line(f"  {seconds:7.0f} s  {name}")
+
+
+def pytest_sessionfinish(session, exitstatus):
+    budgets = getattr(session.config, "_cobalt_budgets", None)
+    if budgets is None or hasattr(session.config, "workerinput"):
+        return
+    elapsed = time.monotonic() - session.config.stash[_started]
+    if elapsed > budgets["suite_limit_s"] * budgets["scale"] and session.exitstatus == 0:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
