@@ -8,7 +8,9 @@
 # Environment: LEARNING_CHECK_DIR (output directory, new or empty; default
 # runs/learning_check/<UTC time>-<pid>), LEARNING_CHECK_SEED (data order and rollout sampling; 1),
 # LEARNING_CHECK_METHOD (cobalt, the default: bandit prompts of the demo's offline trajectories;
-# grpo_mt: online multi-turn GRPO on the demo's problems).
+# grpo_mt: online multi-turn GRPO on the demo's problems), LEARNING_CHECK_INPUTS (the output directory
+# of an earlier check: its demo data and warmed-up policy are copied in instead of built afresh, so
+# that both methods' checks start from the very same inputs).
 # Profiles: configs/train/learning_check.yaml, learning_check_grpo_mt.yaml. Verdict: cobalt/train/learning_check.py.
 # Docs: docs/training.md ("The learning check").
 set -euo pipefail
@@ -28,6 +30,17 @@ if [ -e "$OUT" ] && [ -n "$(ls -A "$OUT")" ]; then
 fi
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
+INPUTS=${LEARNING_CHECK_INPUTS:-}
+if [ -n "$INPUTS" ]; then   # an earlier check's demo (not its online rows) and policy
+  if [ ! -f "$INPUTS/demo/train.parquet" ] || [ ! -f "$INPUTS/policy/config.json" ]; then
+    echo "learning check: LEARNING_CHECK_INPUTS=$INPUTS holds no demo/train.parquet and policy/config.json of an earlier check" >&2
+    exit 2
+  fi
+  mkdir -p "$OUT/demo"
+  for entry in "$INPUTS/demo"/*; do [ "$(basename "$entry")" = online ] || cp -r "$entry" "$OUT/demo/"; done
+  cp -r "$INPUTS/policy" "$OUT/policy"
+  echo "learning check: demo data and policy taken from $INPUTS"
+fi
 export VERL_FILE_LOGGER_PATH=$OUT/metrics.jsonl
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 WANDB_MODE=${WANDB_MODE:-disabled}
 export RAY_USAGE_STATS_ENABLED=0

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The main job: COBALT end to end on this machine (CPU is enough), with the real components.
-#   bash scripts/quickstart.sh                          # SmolLM2-135M-Instruct, embedded problems, ~27 min
+#   bash scripts/quickstart.sh                          # SmolLM2-135M-Instruct, embedded problems (time: docs/benchmarks.md)
 #   bash scripts/quickstart.sh --profile quickstart_ci  # the reduced run CI makes
 #   bash scripts/quickstart.sh --problems F          # problem records, or TACO-verified / LiveCodeBench as shipped
 #   bash scripts/quickstart.sh --model DIR --engine-config engine_paper --train-profile ... [--num-gpus N]

@@ -10,7 +10,7 @@ bash "$ROOT/scripts/setup.sh"
 cd "$ROOT"
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_DATASETS_OFFLINE=1 WANDB_MODE=disabled
 export RAY_USAGE_STATS_ENABLED=0 TOKENIZERS_PARALLELISM=false
-WORKERS=(-n "$(( $(nproc) < 2 ? 1 : 2 ))" --dist loadgroup)
+WORKERS=(-n "$(( $(nproc) < 2 ? 1 : 2 ))")
 for arg in "$@"; do   # the caller's own -n / --numprocesses / -p no:xdist wins
   case $arg in -n|-n*|--numprocesses*|no:xdist) WORKERS=() ;; esac
 done

@@ -2,8 +2,8 @@
 
 Under pytest-xdist (``scripts/test.sh`` asks for it), every test is one of:
 
-* **alone**: it starts a Ray cluster or veRL of its own, loads the whole machine, or is marked
-  ``alone`` (it counts processes machine-wide). It runs with nothing beside it.
+* **alone**: it starts a Ray cluster or veRL of its own (``slow`` without the session's cluster,
+  or ``memory_heavy``), or is marked ``alone`` (it loads the whole machine). Nothing runs beside it.
 * **on the cluster worker**: it uses the session's Ray head, evaluator or engine. These run on one
   worker, after the alone ones (the same order as ``run_order``), so the session's cluster starts
   once and never beside a training run; they may run beside light tests.
@@ -11,16 +11,21 @@ Under pytest-xdist (``scripts/test.sh`` asks for it), every test is one of:
   own sandbox uids, which another worker's test of that module would run).
 * **light**: anything else, on any worker, two at a time.
 
-Alone tests and the cluster worker's tests share one xdist group, so they run in their
-``run_order`` on one worker. "Alone" is a machine-wide readers-writer lock on two files: a light
-test holds the room shared, an alone test holds it exclusively; the turnstile keeps a waiting alone
-test from being starved by a stream of light ones. Without xdist nothing is locked.
+Alone tests and the cluster worker's tests form one group, so they run in their ``run_order`` on
+one worker: the workers write each test's group to a file as they collect, and the scheduler
+(:class:`GroupScheduling`, xdist's scope scheduling with those groups as its scopes) reads it. (xdist's
+own ``loadgroup`` renames node ids, which pytest 9.2 ignores.) "Alone" is a machine-wide
+readers-writer lock on two files: a light test holds the room shared, an alone test holds it
+exclusively; the turnstile keeps a waiting alone test from being starved by a stream of light
+ones. Without xdist nothing is locked.
 """
 
 from __future__ import annotations
 
 import fcntl
+import json
 import os
+import shutil
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
@@ -28,8 +33,9 @@ from pathlib import Path
 import pytest
 
 SESSION_FIXTURES = {"ray_cluster", "evaluator_app", "tiny_engine"}
-HEAVY_GROUP = "heavy"  # the xdist group of the alone tests and the session cluster's tests
-LOCK_DIR_VARIABLE = "COBALT_TEST_LOCK_DIR"
+HEAVY_GROUP = "heavy"  # the group of the alone tests and the session cluster's tests
+LOCK_DIR_VARIABLE = "COBALT_TEST_LOCK_DIR"  # this run's locks and groups file, made by the controller
+GROUPS_FILE = "groups.json"
 
 
 def uses_session_cluster(item) -> bool:
@@ -65,9 +71,15 @@ def pytest_configure(config):
         "markers",
         "one_worker: counts the processes of its module's sandbox uids: the module's tests run on one worker",
     )
-    if is_controller(config) and distributed(config) and LOCK_DIR_VARIABLE not in os.environ:
-        # the workers inherit the variable: one lock directory per run
+    if is_controller(config) and distributed(config):
+        # the workers inherit the variable: a directory of this run's own, never an outer run's
+        # (a test that runs pytest on two workers must not queue behind the lock its own test holds)
         os.environ[LOCK_DIR_VARIABLE] = tempfile.mkdtemp(prefix="cobalt-test-locks-")
+
+
+def pytest_unconfigure(config):
+    if is_controller(config) and distributed(config):
+        shutil.rmtree(os.environ.pop(LOCK_DIR_VARIABLE, ""), ignore_errors=True)
 
 
 def is_controller(config) -> bool:
@@ -78,14 +90,49 @@ def distributed(config) -> bool:
     return bool(getattr(config.option, "numprocesses", None)) and getattr(config.option, "dist", "no") != "no"
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist names the groups in the node ids
+def group_of(item) -> str | None:
+    """The group whose tests run on one worker, in order; None: the test goes anywhere."""
+    if runs_alone(item) or uses_session_cluster(item):
+        return HEAVY_GROUP
+    if "one_worker" in item.keywords:
+        return Path(str(item.path)).stem
+    return None
+
+
 def pytest_collection_modifyitems(config, items):
     items.sort(key=run_order)
-    for item in items:
-        if runs_alone(item) or uses_session_cluster(item):
-            item.add_marker(pytest.mark.xdist_group(HEAVY_GROUP))
-        elif "one_worker" in item.keywords:
-            item.add_marker(pytest.mark.xdist_group(Path(str(item.path)).stem))
+    top = os.environ.get(LOCK_DIR_VARIABLE)
+    if top and hasattr(config, "workerinput"):  # every worker collects the same: the last write wins
+        groups = {item.nodeid: group for item in items if (group := group_of(item))}
+        scratch = Path(top) / f"{GROUPS_FILE}.{config.workerinput['workerid']}"
+        scratch.write_text(json.dumps(groups))
+        scratch.replace(Path(top) / GROUPS_FILE)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    return GroupScheduling(config, log)
+
+
+def _scheduler_base():
+    try:
+        from xdist.scheduler import LoadScopeScheduling
+    except ImportError:  # no xdist: the hook above is never called
+        return object
+    return LoadScopeScheduling
+
+
+class GroupScheduling(_scheduler_base()):
+    """xdist's scope scheduling, a scope being a test's group (or the test itself): a group goes to
+    one worker whole, in collection order; the biggest scopes are handed out first."""
+
+    _groups: dict[str, str] | None = None
+
+    def _split_scope(self, nodeid: str) -> str:
+        if self._groups is None:  # collection is complete before the first call
+            path = Path(os.environ[LOCK_DIR_VARIABLE]) / GROUPS_FILE
+            self._groups = json.loads(path.read_text()) if path.exists() else {}
+        return self._groups.get(nodeid, nodeid)
 
 
 @contextmanager

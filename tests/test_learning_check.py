@@ -332,19 +332,36 @@ def test_the_check_refuses_a_method_it_does_not_know(tmp_path):
     assert proc.returncode == 2 and "expected cobalt or grpo_mt" in proc.stderr and not out.exists()
 
 
+def test_inputs_that_are_no_earlier_checks_are_refused(tmp_path):
+    out, inputs = tmp_path / "run", tmp_path / "not_a_check"
+    (inputs / "demo").mkdir(parents=True)
+    env = {**os.environ, "LEARNING_CHECK_DIR": str(out), "LEARNING_CHECK_INPUTS": str(inputs)}
+    proc = subprocess.run(
+        ["bash", str(ROOT / "scripts/learning_check.sh")], env=env, capture_output=True, text=True
+    )
+    assert proc.returncode == 2 and f"LEARNING_CHECK_INPUTS={inputs} holds no" in proc.stderr
+    assert not (out / "train.log").exists()
+
+
 # ---- the real check: COBALT GRPO on CPU ---------------------------------------------------------
 
 CHECK_ENV = {"WANDB_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0", "PYTHONUNBUFFERED": "1"}
 
 
-def run_check(out: Path, *overrides: str, method: str = "cobalt") -> tuple[subprocess.CompletedProcess, dict]:
+def run_check(
+    out: Path, *overrides: str, method: str = "cobalt", inputs: Path | None = None
+) -> tuple[subprocess.CompletedProcess, dict]:
     """``bash scripts/learning_check.sh`` into ``out`` on its own private Ray head (never the test
-    session's cluster, which has no GPU slot for veRL); its output and the saved verdict."""
+    session's cluster, which has no GPU slot for veRL); its output and the saved verdict. With
+    ``inputs`` (an earlier check's directory) it takes that check's demo data and policy."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("RAY_ADDRESS", "RAY_AUTH_TOKEN"))}
+    env |= {**CHECK_ENV, "LEARNING_CHECK_DIR": str(out), "LEARNING_CHECK_METHOD": method}
+    if inputs is not None:
+        env["LEARNING_CHECK_INPUTS"] = str(inputs)
     proc = subprocess.run(
         ["bash", str(ROOT / "scripts/learning_check.sh"), *overrides],
         cwd=ROOT,
-        env={**env, **CHECK_ENV, "LEARNING_CHECK_DIR": str(out), "LEARNING_CHECK_METHOD": method},
+        env=env,
         capture_output=True,
         text=True,
         timeout=2400,  # measured 10 min on 2 cores (8 steps of 35-80 s, ~3 min of start-up); room for a busy CI
@@ -442,14 +459,24 @@ def live_command(pid: int) -> str:
         return f"{pid} (exited)"
 
 
-@pytest.mark.slow
-@pytest.mark.train
-def test_learning_check_passes(tmp_path):
-    """In CI (about 10 minutes on 2 cores): the check must pass on main."""
+@pytest.fixture(scope="module")
+def cobalt_check(tmp_path_factory):
+    """COBALT's check, run once: its own test judges it, and GRPO-MT's check takes its demo data
+    and warmed-up policy (LEARNING_CHECK_INPUTS) instead of building the same ones again."""
     pytest.importorskip("verl")
     pytest.importorskip("vllm")
-    proc, verdict = run_check(tmp_path / "run")
+    out = tmp_path_factory.mktemp("cobalt_check") / "run"
+    proc, verdict = run_check(out)
+    return out, proc, verdict
+
+
+@pytest.mark.slow
+@pytest.mark.train
+def test_learning_check_passes(cobalt_check):
+    """In CI (about 6 minutes on 2 cores): the check must pass on main."""
+    out, proc, verdict = cobalt_check
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "taken from" not in proc.stdout  # it prepared its own data and policy
     assert verdict["passed"] and verdict["criteria"]["margin"] is None
     assert verdict["val_gain"] >= verdict["criteria"]["val_margin"] > 0
     assert verdict["paired_prompts"] >= 8  # the reward gain was paired by prompt (rollout dump)
@@ -457,7 +484,7 @@ def test_learning_check_passes(tmp_path):
     steps = load_profile("learning_check").overrides["trainer.total_training_steps"]
     assert sorted(map(int, verdict["rewards"])) == list(range(1, steps + 1))
     assert f"step {steps:3d}" in proc.stdout and "LEARNED" in proc.stdout
-    metrics = read_metrics(tmp_path / "run" / "metrics.jsonl")
+    metrics = read_metrics(out / "metrics.jsonl")
     # hardly a response scored as failing for want of the evaluator (its call timing out or
     # raising): when 64 calls were in flight, right programs waiting behind slow ones timed out,
     # 1-20 of 128 in 11 of 16 steps; within the evaluator's capacity, at most 2 in a step
@@ -490,15 +517,18 @@ def test_learning_check_fails_when_rewards_go_to_the_wrong_responses(tmp_path):
     "lr, learned",
     [pytest.param(None, True, id="learns"), pytest.param(0, False, id="lr0", marks=pytest.mark.learning)],
 )
-def test_grpo_mt_learning_check(tmp_path, lr, learned):
-    """GRPO-MT's check (LEARNING_CHECK_METHOD=grpo_mt): the tiny policy's reward on the training
-    problems must rise (in CI, about 7 minutes on 2 cores), and must not at learning rate 0 (the
-    policy never changes; opt-in, COBALT_LEARNING_CHECK=1). Times: docs/benchmarks.md."""
-    pytest.importorskip("verl")
-    pytest.importorskip("vllm")
+def test_grpo_mt_learning_check(tmp_path, lr, learned, cobalt_check):
+    """GRPO-MT's check (LEARNING_CHECK_METHOD=grpo_mt), from COBALT's check's demo data and policy:
+    the tiny policy's reward on the training problems must rise (in CI, about 6 minutes on 2
+    cores), and must not at learning rate 0 (the policy never changes; opt-in,
+    COBALT_LEARNING_CHECK=1). Times: docs/benchmarks.md."""
     overrides = [] if lr is None else [f"actor_rollout_ref.actor.optim.lr={lr}"]
-    proc, verdict = run_check(tmp_path / "run", *overrides, method="grpo_mt")
+    proc, verdict = run_check(tmp_path / "run", *overrides, method="grpo_mt", inputs=cobalt_check[0])
     assert proc.returncode == (0 if learned else 1), proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert f"demo data and policy taken from {cobalt_check[0]}" in proc.stdout
+    for name in ("config.json", "model.safetensors"):  # the very policy COBALT's check started from
+        ours, theirs = tmp_path / "run/policy" / name, cobalt_check[0] / "policy" / name
+        assert ours.read_bytes() == theirs.read_bytes()
     assert verdict["passed"] is learned and "learning check: grpo_mt" in proc.stdout
     metrics = read_metrics(tmp_path / "run" / "metrics.jsonl")
     assert metrics[1]["reward/turns/mean"] >= 1  # episodes of the code-repair loop were scored
