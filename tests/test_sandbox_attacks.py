@@ -509,36 +509,41 @@ def test_a_stderr_flood_and_a_closed_stdin_end_at_their_limits(cfg):
 
 
 @contextlib.contextmanager
-def holding_slot(cfg, index: int):
-    """Hold sandbox slot ``index`` as another request would, so no request of the test lands in it
-    (its holder would empty the slot's scratch first and the test would prove nothing)."""
-    WARM_POOL.close_all()  # an idle warm sandbox may hold it
-    held = _try_slot(cfg, index)
-    assert held is not None, f"slot {index} is held by someone else"
+def holding_slot(cfg):
+    """Hold a free sandbox slot as another request would, so no request of the test lands in it
+    (its holder would empty the slot's scratch first and the test would prove nothing); yields its
+    index. Slots are the machine's: another process's idle warm sandbox may hold any of them."""
+    WARM_POOL.close_all()  # an idle warm sandbox of ours may hold one
+    for index in reversed(range(cfg.slots)):
+        held = _try_slot(cfg, index)
+        if held is not None:
+            break
+    assert held is not None, f"all {cfg.slots} slots are held by someone else"
     try:
-        yield
+        yield index
     finally:
         os.close(held[0])
 
 
 def test_other_slots_scratch_is_out_of_reach(cfg, scratch_root):
-    # A file another request, still holding slot 7, left readable in its scratch dir at a path one can guess.
-    other = scratch_root / f"cobalt-scratch-{os.geteuid()}" / "slot-7" / "run-other"
-    other.mkdir(parents=True, exist_ok=True)
-    for path in (other.parent.parent, other.parent, other):
-        path.chmod(0o755)
-    (other / "secret.txt").write_text("OTHER-SLOT-SECRET")
-    (other / "secret.txt").chmod(0o644)
-    program = (
-        f"try:\n    print(open({str(other / 'secret.txt')!r}).read())\nexcept OSError:\n    print('denied')\n"
-        f"try:\n    open({str(other / 'planted')!r}, 'w').write('x'); print('PLANTED')\nexcept OSError:\n    pass\n"
-    )
-    try:
-        with holding_slot(cfg, 7):
+    # A file another request, still holding its slot, left readable in its scratch dir at a path one can guess.
+    with holding_slot(cfg) as index:
+        other = scratch_root / f"cobalt-scratch-{os.geteuid()}" / f"slot-{index}" / "run-other"
+        other.mkdir(parents=True, exist_ok=True)
+        for path in (other.parent.parent, other.parent, other):
+            path.chmod(0o755)
+        (other / "secret.txt").write_text("OTHER-SLOT-SECRET")
+        (other / "secret.txt").chmod(0o644)
+        program = (
+            f"try:\n    print(open({str(other / 'secret.txt')!r}).read())\nexcept OSError:\n    print('denied')\n"
+            f"try:\n    open({str(other / 'planted')!r}, 'w').write('x'); print('PLANTED')\nexcept OSError:\n    pass\n"
+        )
+        try:
             output = output_of(run(program, cfg))
-        assert "OTHER-SLOT-SECRET" not in output and "PLANTED" not in output
-        assert not (other / "planted").exists()
-        assert (other / "secret.txt").read_text() == "OTHER-SLOT-SECRET"  # the request did not run in slot 7
-    finally:
-        # the other request's, which its slot's next holder would remove
-        shutil.rmtree(other, ignore_errors=True)
+            assert "OTHER-SLOT-SECRET" not in output and "PLANTED" not in output
+            assert not (other / "planted").exists()
+            # the request did not run in the held slot
+            assert (other / "secret.txt").read_text() == "OTHER-SLOT-SECRET"
+        finally:
+            # the other request's, which its slot's next holder would remove
+            shutil.rmtree(other, ignore_errors=True)
