@@ -62,12 +62,6 @@ def load_budgets(path: Path) -> dict:
         ) from error
 
 
-def test_id(nodeid: str) -> str:
-    """The id without xdist's group suffix (``...::test_x@heavy``)."""
-    tail = nodeid.rsplit("@", 1)
-    return tail[0] if len(tail) == 2 and "]" not in tail[1] else nodeid
-
-
 def pytest_configure(config):
     path = Path(os.environ.get("COBALT_TIME_BUDGETS") or BUDGETS_FILE)
     budgets = load_budgets(path)
@@ -84,7 +78,7 @@ def pytest_configure(config):
 
 def allowed_s(budgets: dict, nodeid: str) -> tuple[float, float]:
     """(the test's budget on the reference machine, the most it may take here)."""
-    budget = budgets["tests"].get(test_id(nodeid), budgets["default_s"])
+    budget = budgets["tests"].get(nodeid, budgets["default_s"])
     return budget, budget * budgets["scale"] * budgets["tolerance"]
 
 
@@ -103,7 +97,7 @@ def pytest_runtest_makereport(item, call):
     if spent > limit:
         report.outcome = "failed"
         report.longrepr = (
-            f"time budget exceeded: {test_id(item.nodeid)} took {spent:.0f} s, more than "
+            f"time budget exceeded: {item.nodeid} took {spent:.0f} s, more than "
             f"{budgets['tolerance']} x its budget {budget:.0f} s x this machine's speed scale "
             f"{budgets['scale']:.2f} = {limit:.0f} s ({budgets['path'].name})"
         )
@@ -111,7 +105,7 @@ def pytest_runtest_makereport(item, call):
 
 def pytest_runtest_logreport(report):
     """The controller's record of each test's time (under xdist the workers judge the budgets)."""
-    _times[test_id(report.nodeid)] = _times.get(test_id(report.nodeid), 0.0) + report.duration
+    _times[report.nodeid] = _times.get(report.nodeid, 0.0) + report.duration
 
 
 def suite_limit_s(budgets: dict) -> float:
