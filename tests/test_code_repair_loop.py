@@ -1,5 +1,6 @@
-"""GRPO-MT's agent loop (cobalt/train/code_repair_loop.py) with a scripted server and the real sandbox:
-when an episode stops, the feedback it shows, and the advantage veRL's GRPO gives its turns."""
+"""The online baselines' agent loop (cobalt/train/code_repair_loop.py) with a scripted server and the
+real sandbox: each turn's prompt is exactly COBALT's context, when an episode stops, and the
+advantage veRL's GRPO gives the rows of its turns."""
 
 from __future__ import annotations
 
@@ -66,9 +67,9 @@ def executor():
     return Executor(LocalEvaluator(max_workers=2), concurrency=4, timeout_s=60)
 
 
-async def episode(tokenizer, executor, texts, *, max_turns=3, prompt_length=1024, response_length=2048,
-                  max_model_len=None, max_turn_tokens=None):  # fmt: skip
-    """Run one episode on a scripted server; (the loop's output, the server)."""
+async def episode(tokenizer, executor, texts, *, max_turns=3, prompt_length=1024, response_length=512,
+                  max_model_len=None, max_turn_tokens=None, thinking=False):  # fmt: skip
+    """Run one episode on a scripted server; (the loop's outputs, one per turn, the server)."""
     rollout = {
         "prompt_length": prompt_length,
         "response_length": response_length,
@@ -85,6 +86,7 @@ async def episode(tokenizer, executor, texts, *, max_turns=3, prompt_length=1024
         data_config=DictConfigWrap(config.data),
         max_turns=max_turns,
         max_turn_tokens=max_turn_tokens,
+        thinking=thinking,
         executor=executor,
     )
     kwargs = {"raw_prompt": initial_messages(INSTRUCTION), "extra_info": {"public_test_cases": PUBLIC}}
@@ -95,116 +97,147 @@ def run(*args, **kwargs):
     return asyncio.run(episode(*args, **kwargs))
 
 
-def assistant_spans(mask):
-    """[start, end) of each run of response_mask 1 (one per assistant turn)."""
-    spans, start = [], None
-    for i, m in enumerate([*mask, 0]):
-        if m and start is None:
-            start = i
-        elif not m and start is not None:
-            spans.append((start, i))
-            start = None
-    return spans
+def template_ids(tokenizer, conversation) -> list[int]:
+    """The chat template applied to a conversation, with the generation prompt, as token ids."""
+    ids = tokenizer.apply_chat_template(conversation, add_generation_prompt=True, tokenize=True)
+    return list(ids["input_ids"] if hasattr(ids, "keys") else ids)
 
 
 def test_the_episode_stops_when_the_public_tests_pass(tokenizer, executor):
-    out, server = run(tokenizer, executor, [WRONG, RIGHT, WRONG])
-    assert out.extra_fields[TURNS_FIELD] == [WRONG, RIGHT]
-    assert out.extra_fields[STATS_FIELD] == {"turns": 2, "context_cut": 0.0, "public_pass": 1.0}
-    assert len(server.requests) == 2
-    assert len(assistant_spans(out.response_mask)) == 2  # two assistant turns, feedback between
-    # the rollout's log-probs stay aligned with the response (veRL's bypass mode trains on them)
-    assert [lp for lp, m in zip(out.response_logprobs, out.response_mask) if m] == [-0.5] * sum(
-        out.response_mask
-    )
-    assert len(out.response_logprobs) == len(out.response_ids)
+    outs, server = run(tokenizer, executor, [WRONG, RIGHT, WRONG])
+    assert len(outs) == len(server.requests) == 2  # a row per turn
+    for out, (prompt_ids, _) in zip(outs, server.requests):
+        assert out.prompt_ids == prompt_ids and out.response_mask == [1] * len(out.response_ids)
+        # the rollout's log-probs stay aligned with the response (veRL's bypass mode trains on them)
+        assert out.response_logprobs == [-0.5] * len(out.response_ids)
+    for out in outs:  # every row carries the episode; the reward reads the last
+        assert out.extra_fields[TURNS_FIELD] == [WRONG, RIGHT]
+        assert out.extra_fields[STATS_FIELD] == {"turns": 2, "context_cut": 0.0, "public_pass": 1.0}
 
 
-def test_the_episode_times_its_generation_and_its_wait_for_the_public_tests(tokenizer, executor):
-    """veRL's per-episode metrics, which the step's rollout metrics (cobalt.train.trainer) add up."""
-    out, _ = run(tokenizer, executor, [WRONG, RIGHT])
-    assert out.metrics.tool_calls > 0  # two real sandbox runs
-    assert out.metrics.generate_sequences >= 0 and out.metrics.compute_score == 0  # scored later
+def test_each_turn_times_its_generation_and_its_wait_for_the_public_tests(tokenizer, executor):
+    """veRL's per-row metrics, which the step's rollout metrics (cobalt.train.trainer) add up."""
+    outs, _ = run(tokenizer, executor, [WRONG, RIGHT])
+    for out in outs:
+        assert out.metrics.tool_calls > 0  # a real sandbox run each
+        assert out.metrics.generate_sequences >= 0 and out.metrics.compute_score == 0  # scored later
 
 
-def test_the_episode_carries_the_weight_versions_of_its_first_and_last_turns(tokenizer, executor):
-    out, _ = run(tokenizer, executor, [WRONG] * 3)
-    assert (out.extra_fields["min_global_steps"], out.extra_fields["max_global_steps"]) == (3, 6)
+def test_each_turn_carries_the_weight_versions_it_was_generated_with(tokenizer, executor):
+    outs, _ = run(tokenizer, executor, [WRONG] * 3)
+    versions = [(o.extra_fields["min_global_steps"], o.extra_fields["max_global_steps"]) for o in outs]
+    assert versions == [(3, 4), (3, 5), (3, 6)]
 
 
-def test_a_turn_gets_its_share_of_the_response_budget_by_default(tokenizer, executor):
+def test_a_turn_may_use_the_whole_response_by_default(tokenizer, executor):
     _, server = run(tokenizer, executor, [WRONG] * 3, response_length=90, max_turns=3)
-    assert server.requests[0][1] == 30  # 90 // 3
+    assert [max_tokens for _, max_tokens in server.requests] == [90] * 3
+    _, server = run(tokenizer, executor, [WRONG] * 3, response_length=90, max_turn_tokens=30)
+    assert [max_tokens for _, max_tokens in server.requests] == [30] * 3
 
 
 def test_the_episode_stops_at_the_turn_limit(tokenizer, executor):
-    out, server = run(tokenizer, executor, [WRONG] * 5, max_turns=3)
-    assert len(server.requests) == 3
-    assert out.extra_fields[STATS_FIELD] == {"turns": 3, "context_cut": 0.0, "public_pass": 0.0}
-    assert out.num_turns == 6
+    outs, server = run(tokenizer, executor, [WRONG] * 5, max_turns=3)
+    assert len(server.requests) == len(outs) == 3
+    assert outs[-1].extra_fields[STATS_FIELD] == {"turns": 3, "context_cut": 0.0, "public_pass": 0.0}
+    assert [out.num_turns for out in outs] == [2, 4, 6]
 
 
-def test_the_episode_stops_cleanly_before_the_context_is_full(tokenizer, executor):
-    prompt = len(tokenizer.apply_chat_template(initial_messages(INSTRUCTION), add_generation_prompt=True))
+def test_no_turn_starts_without_room_for_a_whole_answer(tokenizer, executor):
+    """The second turn's context fits the prompt length but leaves less than an answer's worth of
+    the context window: the episode stops after its first turn, marked cut, and no request is
+    sent with less room than a whole answer."""
+    prompt = len(template_ids(tokenizer, initial_messages(INSTRUCTION)))
     answer = len(tokenizer.encode(WRONG, add_special_tokens=False)) + 1
-    # room for turn 0 and its feedback, not for a second answer after it
-    out, server = run(
+    outs, server = run(
         tokenizer,
         executor,
         [WRONG] * 3,
-        prompt_length=prompt,
-        response_length=answer + 40,
-        max_turn_tokens=answer,
+        prompt_length=prompt + answer + 400,  # turn 1's context fits the prompt length...
+        response_length=answer,
+        max_model_len=prompt + answer + 40,  # ...but not with an answer after it
     )
-    assert out.extra_fields[STATS_FIELD]["context_cut"] == 1.0
-    assert out.extra_fields[STATS_FIELD]["turns"] == 1
+    assert outs[-1].extra_fields[STATS_FIELD]["context_cut"] == 1.0
+    assert len(outs) == len(server.requests) == 1
     assert all(len(ids) + max_tokens <= prompt + answer + 40 for ids, max_tokens in server.requests)
-    assert len(out.prompt_ids) + len(out.response_ids) <= prompt + answer + 40
-    assert out.response_mask == [1] * answer  # the feedback that led nowhere is not kept
+    assert [max_tokens for _, max_tokens in server.requests] == [answer]
 
 
-def test_the_feedback_turn_is_the_one_cobalts_trajectory_stage_writes(tokenizer, executor):
-    _, server = run(tokenizer, executor, [WRONG, WRONG_AGAIN], max_turns=2)
+def test_a_context_longer_than_the_prompt_length_is_not_started(tokenizer, executor):
+    prompt = len(template_ids(tokenizer, initial_messages(INSTRUCTION)))
+    outs, server = run(tokenizer, executor, [WRONG] * 3, prompt_length=prompt + 20, response_length=400)
+    assert len(outs) == len(server.requests) == 1 and outs[0].extra_fields[STATS_FIELD]["context_cut"] == 1.0
 
-    class Scripted:  # COBALT's multi-turn inference with the same answers
+
+THINKING = "<think>\nMaybe print n.\n</think>\n\n"  # a thinking model's reasoning before its answer
+
+
+@pytest.mark.parametrize("thinking", [False, True], ids=["answers", "thinking"])
+def test_each_turns_prompt_is_the_chat_template_of_cobalts_conversation(tokenizer, executor, thinking):
+    """Turns 2 and 3 are prompted with exactly the tokens of the chat template applied to the
+    conversation COBALT's multi-turn inference builds from the same answers and feedback (for a
+    thinking model: each earlier answer after its </think>), with nothing of an earlier turn twice."""
+    answers = [WRONG, WRONG_AGAIN, WRONG]
+    if thinking:
+        answers = [THINKING + a for a in answers]
+    _, server = run(tokenizer, executor, answers, max_turns=3, thinking=thinking)
+
+    class Scripted:  # COBALT's multi-turn inference with the same answers: what each turn is shown
+        def __init__(self):
+            self.shown, self.answers = [], list(answers[1:])
+
         async def complete(self, conversation, n, **params):
-            return Completion([WRONG_AGAIN], {})
+            self.shown.append([dict(m) for m in conversation])
+            return Completion([self.answers.pop(0)], {})
 
+    model = Scripted()
     problem = {"instruction": INSTRUCTION, "id": 1, "public_test_cases": PUBLIC}
-    cobalt = asyncio.run(
-        debug_conversation(WRONG, problem, Scripted(), executor, Sampling(), 1, "public_test_cases", False)
+    asyncio.run(
+        debug_conversation(answers[0], problem, model, executor, Sampling(), 2, "public_test_cases", thinking)
     )
-    feedback = cobalt["conversation"][3]
-    assert feedback["role"] == "user" and "Here is the execution feedback:" in feedback["content"]
-    shown = tokenizer.decode(server.requests[1][0], skip_special_tokens=False)
-    assert f"<|im_start|>user\n{feedback['content']}<|im_end|>" in shown
+    assert len(server.requests) == 3 and len(model.shown) == 2
+    for (prompt_ids, _), conversation in zip(server.requests[1:], model.shown):
+        expected = template_ids(tokenizer, conversation)
+        assert prompt_ids == expected, (
+            tokenizer.decode(prompt_ids, skip_special_tokens=False)
+            + "\n!=\n"
+            + tokenizer.decode(expected, skip_special_tokens=False)
+        )
+    shown = tokenizer.decode(server.requests[2][0], skip_special_tokens=False)
+    assert shown.count(WRONG_AGAIN) == 1  # each earlier answer once
+    assert "Maybe print n." not in shown  # for a thinking model: no earlier turn's reasoning
 
 
-def test_every_turn_of_a_session_gets_the_sessions_advantage(tokenizer, executor):
+def test_every_row_of_a_session_gets_the_sessions_advantage(tokenizer, executor):
+    """veRL 0.9.1's GRPO on multi-row sessions (keys {uid}_{session}_{turn}): the advantage of each
+    session's last row, on every generated token of each of its rows."""
     from verl.trainer.ppo.core_algos import AdvantageEstimator
     from verl.trainer.ppo.v1.utils import compute_advantage_for_multi_trajectories
 
     scripts = [[WRONG, RIGHT], [WRONG, WRONG_AGAIN, WRONG], [WRONG_AGAIN, WRONG, WRONG]]
-    outs = [run(tokenizer, executor, script)[0] for script in scripts]
     rewards = [1.0, 0.0, 0.0]
-    width = max(len(o.response_ids) for o in outs)
-    mask = torch.zeros(len(outs), width, dtype=torch.int64)
-    scores = torch.zeros(len(outs), width)
-    for row, (out, reward) in enumerate(zip(outs, rewards)):
+    rows, keys, row_rewards = [], [], []
+    for session, (script, reward) in enumerate(zip(scripts, rewards)):
+        outs = run(tokenizer, executor, script)[0]
+        for turn, out in enumerate(outs):
+            rows.append(out)
+            keys.append(f"p_{session}_{turn}")
+            row_rewards.append(reward if turn == len(outs) - 1 else 0.0)  # scored on the last row
+    width = max(len(o.response_ids) for o in rows)
+    mask = torch.zeros(len(rows), width, dtype=torch.int64)
+    scores = torch.zeros(len(rows), width)
+    for row, (out, reward) in enumerate(zip(rows, row_rewards)):
         mask[row, : len(out.response_mask)] = torch.tensor(out.response_mask)
         scores[row, len(out.response_ids) - 1] = reward  # veRL puts the score on the last token
     data = DataProto.from_dict(
         tensors={"response_mask": mask, "rm_scores": scores, "token_level_rewards": scores}
     )
-    data.non_tensor_batch["uid"] = np.array(["p"] * len(outs), dtype=object)
-    keys = [f"p_{session}_0" for session in range(len(outs))]  # one output per session
+    data.non_tensor_batch["uid"] = np.array(["p"] * len(rows), dtype=object)
     adv = compute_advantage_for_multi_trajectories(data, keys, AdvantageEstimator.GRPO).batch["advantages"]
-    session_adv = []
-    for row, out in enumerate(outs):
-        spans = assistant_spans(out.response_mask)
-        assert len(spans) >= 2  # a multi-turn session
-        values = {round(float(v), 6) for start, end in spans for v in adv[row, start:end]}
-        assert len(values) == 1  # every assistant token of every turn: one advantage
-        session_adv.append(values.pop())
-        assert torch.all(adv[row][mask[row] == 0] == 0)  # feedback tokens carry none
-    assert session_adv[0] > 0 > session_adv[1] and session_adv[1] == session_adv[2]
+    by_session: dict[str, set] = {}
+    for row, key in enumerate(keys):
+        values = {round(float(v), 6) for v in adv[row][mask[row] == 1]}
+        by_session.setdefault(key.rsplit("_", 1)[0], set()).update(values)
+    assert all(len(values) == 1 for values in by_session.values())  # one advantage per session
+    first, second, third = (by_session[f"p_{i}"].pop() for i in range(3))
+    assert first > 0 > second == third

@@ -128,8 +128,9 @@ def test_the_estimate_counts_a_problem_as_an_online_example_and_sets_the_papers_
     mine, theirs = online["per_example"], cobalt["per_example"]
     assert mine["training_example"] == "a problem, with 16 episodes of up to 3 turns"
     assert theirs["training_example"].startswith("a bandit prompt")
-    # 16 episodes x (18,432 generated at 2,500 tokens/s + 20,480 trained at 4,000), half-length answers
-    assert mine["gpu_seconds"] == round(16 * 18432 * 0.5 / 2500 + 16 * 20480 * 0.5 / 4000, 1)
+    # 16 episodes of 3 rows (a turn each: COBALT's 6,144 generated at 2,500 tokens/s and 10,240 +
+    # 6,144 trained at 4,000), half-length answers
+    assert mine["gpu_seconds"] == round(16 * 3 * (6144 * 0.5 / 2500 + 16384 * 0.5 / 4000), 1)
     assert (mine["gpus"], mine["seconds"]) == (8, round(mine["gpu_seconds"] / 8, 1))
     assert mine["paper"] == {
         "COBALT": {"seconds": 16.9, "gpus": 4, "gpu_seconds": 67.6},

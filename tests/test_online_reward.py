@@ -18,7 +18,13 @@ from verl import DataProto
 from cobalt.reward import score_details
 from cobalt.reward.verpo import VerpoConstants, group_advantages
 from cobalt.train.code_repair_loop import STATS_FIELD, TURNS_FIELD
-from cobalt.train.online_reward import TURN_ADVANTAGES, OnlineRewardManager, VerpoRewardManager
+from cobalt.train.online_reward import (
+    PASS_MATRIX,
+    OnlineRewardManager,
+    VerpoRewardManager,
+    decode_matrix,
+    verpo_turn_advantages,
+)
 
 HIDDEN = json.dumps({"inputs": ["3\n", "0\n"], "outputs": ["6\n", "0\n"]})
 ECHO = "```python\nn = int(input())\nprint(n)\n```"  # passes the hidden "0" test only
@@ -77,34 +83,47 @@ def test_grpo_mt_scores_the_final_turn_with_cobalts_reward():
     assert worse["reward_extra_info"]["pass_rate"] == 0.5
 
 
-def test_verpo_mt_gives_each_turn_its_advantage_over_the_group():
-    manager = VerpoRewardManager(
-        config(n=2, verpo={"beta": 0.5}), tokenizer=None, compute_score=score_details
-    )
-
-    async def both():
-        return await asyncio.gather(
-            manager.run_single(session([ECHO, RIGHT], session_id=0)),
-            manager.run_single(session([ECHO], session_id=1)),
-        )
-
-    repaired, echoed = asyncio.run(both())
+def test_verpo_mt_scores_the_outcome_and_carries_every_turns_verdicts():
+    """Each session alone: its outcome as the reward and its [turn][test] verdicts on the hidden
+    tests for the trainer, which weighs the tests over the group (no session waits for another)."""
+    manager = VerpoRewardManager(config(n=2, num_workers=2), tokenizer=None, compute_score=score_details)
+    repaired = asyncio.run(manager.run_single(session([ECHO, RIGHT], session_id=0)))
+    echoed = asyncio.run(manager.run_single(session([ECHO], session_id=1)))  # its sibling never came
     # hidden tests "3" and "0": ECHO passes the second, RIGHT both
-    expected = group_advantages([[[F, T], [T, T]], [[F, T]]], VerpoConstants(beta=0.5))
-    assert repaired["reward_extra_info"][TURN_ADVANTAGES] == pytest.approx(expected[0].turn_advantages)
-    assert echoed["reward_extra_info"][TURN_ADVANTAGES] == pytest.approx(expected[1].turn_advantages)
-    # the logged reward is the outcome; the dense term the mean turn reward
+    assert decode_matrix(repaired["reward_extra_info"][PASS_MATRIX]) == [[F, T], [T, T]]
+    assert decode_matrix(echoed["reward_extra_info"][PASS_MATRIX]) == [[F, T]]
     assert repaired["reward_score"] == 1.0 and repaired["reward_extra_info"]["outcome"] == 1.0
-    assert repaired["reward_extra_info"]["dense"] == pytest.approx(expected[0].dense)
     assert echoed["reward_score"] == 0.0 and echoed["reward_extra_info"]["pass_rate"] == 0.5
     assert repaired["reward_extra_info"]["improvement"] == 0.0  # no offline best to improve on
+    episodes = verpo_turn_advantages(
+        {"p_0": decode_matrix(repaired["reward_extra_info"][PASS_MATRIX]),
+         "p_1": decode_matrix(echoed["reward_extra_info"][PASS_MATRIX])},
+        VerpoConstants(beta=0.5),
+    )  # fmt: skip
+    expected = group_advantages([[[F, T], [T, T]], [[F, T]]], VerpoConstants(beta=0.5))
+    assert [episodes["p_0"], episodes["p_1"]] == expected
 
 
-def test_verpo_mt_validation_reports_the_outcome_without_advantages():
-    manager = VerpoRewardManager(config(n=2), tokenizer=None, compute_score=score_details)
-    out = asyncio.run(manager.run_single(session([ECHO, RIGHT], split="test")))  # val_kwargs.n = 1
-    assert out["reward_score"] == 1.0 and TURN_ADVANTAGES not in out["reward_extra_info"]
-    assert out["reward_extra_info"]["dense"] > 0
+def test_verpo_mt_at_the_paper_profiles_shape_groups_every_session_of_a_problem():
+    """128 problems x 16 sessions, in shuffled order: every problem's group is made of all 16 of its
+    sessions, whatever order they came in (a stand-in scorer's verdicts)."""
+    import random
+
+    rng = random.Random(0)
+    sessions = {}
+    for problem in range(128):
+        for member in range(16):
+            turns = rng.randint(1, 3)
+            sessions[f"u{problem}_{member}"] = [[rng.random() < 0.4 for _ in range(7)] for _ in range(turns)]
+    shuffled = dict(rng.sample(list(sessions.items()), len(sessions)))
+    episodes = verpo_turn_advantages(shuffled, VerpoConstants())
+    assert len(episodes) == 128 * 16
+    for problem in range(128):
+        members = [f"u{problem}_{m}" for m in range(16)]
+        expected = group_advantages([sessions[m] for m in members], VerpoConstants())
+        for member, episode in zip(members, expected):  # the same sums, perhaps in another order
+            assert episodes[member].turn_advantages == pytest.approx(episode.turn_advantages, abs=1e-12)
+            assert episodes[member].outcome == episode.outcome
 
 
 def test_verpo_mt_needs_its_estimator_and_known_constants():
@@ -116,10 +135,3 @@ def test_verpo_mt_needs_its_estimator_and_known_constants():
         VerpoRewardManager(config(verpo={"dense_weight": 0.5}), tokenizer=None, compute_score=score_details)
     with pytest.raises(ConfigError, match="gamma"):
         VerpoRewardManager(config(verpo={"gamma": 0.0}), tokenizer=None, compute_score=score_details)
-
-
-def test_verpo_mt_refuses_several_reward_workers():
-    from cobalt.common.errors import ConfigError
-
-    with pytest.raises(ConfigError, match=r"reward\.num_workers=1"):
-        VerpoRewardManager(config(num_workers=2), tokenizer=None, compute_score=score_details)

@@ -297,12 +297,9 @@ def test_scripts_pass_profile_and_overrides_through():
 
 
 # the online baselines' paper profiles keep every setting of COBALT's run but these (docs/training.md,
-# "The online baselines"): the turn-0 prompt, 3 turns of response, the paper's 8 GPUs
-ONLINE_CHANGES = {
-    "max prompt 10,240 / 2,048 (data.max_prompt_length)": ("2048", 10240),
-    "max response 6,144 (data.max_response_length)": ("18432", 6144),
-    "4 GPUs (trainer.n_gpus_per_node)": ("8", 4),
-}
+# "The online baselines"): the paper's 8 GPUs. Each turn is one row of COBALT's lengths
+ONLINE_CHANGES = {"4 GPUs (trainer.n_gpus_per_node)": ("8", 4)}
+LENGTHS = ("data.max_prompt_length", "data.max_response_length", "actor_rollout_ref.rollout.max_model_len")
 
 
 @pytest.mark.parametrize(
@@ -320,9 +317,11 @@ def test_online_paper_profiles_differ_from_cobalt_s_only_in_rollout_and_reward(p
     loaded = load_profile(profile)
     assert loaded.method == method
     assert loaded.overrides["reward.reward_manager.name"] == manager
-    assert loaded.overrides["actor_rollout_ref.rollout.max_model_len"] == 2048 + 18432
+    cobalt = load_profile("multi_turn_qwen3_8b")
+    assert [loaded.overrides.get(key) for key in LENGTHS] == [cobalt.overrides.get(key) for key in LENGTHS]
+    # the paper's models think: the history keeps each answer after </think>, as COBALT's does
     assert loaded.overrides["actor_rollout_ref.rollout.agent.agent_loop_config_path"].endswith(
-        "code_repair.yaml"
+        "code_repair_thinking.yaml"
     )
     env = dry_run(profile)["env"]
     assert {k: env.get(k) for k in PAPER_ENV} == PAPER_ENV

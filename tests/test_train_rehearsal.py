@@ -181,20 +181,17 @@ def test_a_rehearsals_paths_are_absolute_for_workers_started_elsewhere(tmp_path,
 
 
 @pytest.mark.parametrize("name", ["grpo_mt_qwen3_8b", "verpo_mt_r1_distill_llama_8b"])
-def test_an_online_profile_rehearses_on_its_own_rows_at_its_8_ranks_with_its_one_reward_worker(
-    name, monkeypatch
-):
+def test_an_online_profile_rehearses_on_its_own_rows_at_its_8_ranks_with_the_thinking_loop(name, monkeypatch):
     """The rehearsal's prompts are the demo problems as online rows (bandit prompts would reach a
-    loop they are not for), and it never raises a helper count above the profile's: VeRPO-MT's
-    group needs its one reward worker."""
+    loop they are not for); its reward workers are the rehearsal's 2 (VeRPO-MT's sessions need not
+    meet in one); the paper's models think, so the loop keeps each answer after </think>."""
     monkeypatch.setattr(rehearsal, "machine_memory_gib", lambda: 64.0)
     staged = plan(load_profile(name))
     assert staged.prompts.parts[-2:] == ("online", "train.parquet")
     assert ("trainer.n_gpus_per_node", "8") in staged.kept
-    workers = staged.profile.overrides["reward.num_workers"]
-    assert workers == (1 if name.startswith("verpo") else 2)
+    assert staged.profile.overrides["reward.num_workers"] == 2
     assert staged.profile.overrides["actor_rollout_ref.rollout.agent.agent_loop_config_path"].endswith(
-        "code_repair.yaml"
+        "code_repair_thinking.yaml"
     )
 
 

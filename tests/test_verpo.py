@@ -3,7 +3,6 @@ its group meeting point."""
 
 from __future__ import annotations
 
-import asyncio
 import math
 
 import pytest
@@ -102,26 +101,3 @@ def test_programs_judged_on_different_tests_are_refused():
 def test_constants_out_of_range_are_refused(bad):
     with pytest.raises(ValueError):
         VerpoConstants(**bad)
-
-
-def test_the_sessions_of_a_problem_meet_before_any_is_scored():
-    pytest.importorskip("verl")
-    from cobalt.train.online_reward import GroupBoard
-
-    async def main():
-        board = GroupBoard(timeout_s=5)
-        return await asyncio.gather(*(board.join("uid-1", i, 3, f"m{i}") for i in range(3))), board
-
-    results, board = asyncio.run(main())
-    assert all(sorted(r) == ["m0", "m1", "m2"] for r in results)
-    assert board.groups == {}  # the group is forgotten once every member has read it
-
-
-def test_a_lost_session_does_not_stall_its_group():
-    pytest.importorskip("verl")
-    from cobalt.train.online_reward import GroupBoard
-
-    async def main():
-        return await GroupBoard(timeout_s=0.05).join("uid-2", 0, 2, "alone")
-
-    assert asyncio.run(main()) == ["alone"]

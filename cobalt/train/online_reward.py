@@ -8,11 +8,12 @@ timeout and failure handling are :class:`cobalt.train.reward_manager.CobaltRewar
 
 * :class:`OnlineRewardManager` (GRPO-MT): the project's reward function (``score_details``) on the
   FINAL turn's text, with no previous best (an online episode has no offline prefix).
-* :class:`VerpoRewardManager` (VeRPO-MT): every turn's program on the hidden tests, then each turn's
-  advantage over the group (:mod:`cobalt.reward.verpo`). veRL hands a reward manager one
-  session, never the batch, so the n sessions of a problem (one ``uid``) meet on a
-  :class:`GroupBoard` in the reward worker: this needs ``reward.num_workers=1``, since veRL sends
-  each session to a random reward worker.
+* :class:`VerpoRewardManager` (VeRPO-MT): every turn's program on the hidden tests. The reward it
+  returns is the outcome R_traj; the session's [turn][test] verdicts travel in its reward-extra
+  info (:data:`PASS_MATRIX`), and the ``cobalt_sync`` trainer's advantage stage, which holds the
+  whole batch, weighs each problem's tests over all of its sessions and gives each turn its
+  advantage (:func:`verpo_turn_advantages`). No session waits for another: veRL hands a reward
+  manager one session at a time, in any reward worker.
 
 Both add the episode's statistics to the reward-extra info (:data:`ONLINE_KEYS`), which the
 ``cobalt_sync`` trainer logs per step (``reward/context_cut/mean`` counts the cut episodes).
@@ -29,16 +30,16 @@ from cobalt.common.extract import extract_code
 from cobalt.common.testcases import parse_test_cases, pass_rate
 from cobalt.reward.config import reward_config
 from cobalt.reward.score import default_evaluator, run_tests
-from cobalt.reward.verpo import VerpoConstants, group_advantages
+from cobalt.reward.verpo import PassMatrix, VerpoConstants, VerpoEpisode, group_advantages
 from cobalt.train.code_repair_loop import STATS_FIELD, TURNS_FIELD
 from cobalt.train.reward_manager import CobaltRewardManager, extra_info_for
 
 log = logging.getLogger("cobalt.train.online_reward")
 
 ONLINE_KEYS = ("turns", "context_cut", "public_pass")  # from the loop's episode statistics
-VERPO_KEYS = ("outcome", "dense")  # R_traj and the mean R_turn of the episode
+VERPO_KEYS = ("outcome",)  # R_traj of the episode (the mean R_turn: reward/dense/mean, per step)
 VERPO_ESTIMATOR = "verpo"  # algorithm.adv_estimator of the VeRPO-MT profiles
-TURN_ADVANTAGES = "verpo_turn_advantages"  # reward-extra info: A(tau_i, t) of each turn, in order
+PASS_MATRIX = "verpo_pass_matrix"  # reward-extra info: the [turn][test] verdicts, as encode_matrix writes
 
 
 def episode_of(item) -> tuple[list[str], dict]:
@@ -70,84 +71,62 @@ class OnlineRewardManager(CobaltRewardManager):
         return out
 
 
-class GroupBoard:
-    """Where the sessions of one problem wait for each other (in one process, on one event loop)."""
+def encode_matrix(matrix: PassMatrix) -> str:
+    """[turn][test] verdicts as text ("10|11": two turns of two tests): TransferQueue keeps a string
+    whole, where it would stack lists of unequal lengths."""
+    return "|".join("".join("1" if passed else "0" for passed in turn) for turn in matrix)
 
-    def __init__(self, timeout_s: float):
-        self.timeout_s = timeout_s
-        self.groups: dict[str, dict] = {}
 
-    async def join(self, key: str, member, size: int, value) -> list:
-        """Post ``value`` and return every member's value once ``size`` have posted (or, after
-        ``timeout_s``, those that have: a lost sibling must not stall the step)."""
-        group = self.groups.setdefault(key, {"values": {}, "done": asyncio.Event(), "read": 0})
-        group["values"][member] = value
-        if len(group["values"]) >= size:
-            group["done"].set()
-        try:
-            await asyncio.wait_for(group["done"].wait(), self.timeout_s)
-        except TimeoutError:
-            log.warning(
-                "group %s: %d of %d sessions after %.0f s", key, len(group["values"]), size, self.timeout_s
-            )
-            group["done"].set()
-        values = list(group["values"].values())
-        group["read"] += 1
-        if group["read"] >= len(values):
-            self.groups.pop(key, None)
-        return values
+def decode_matrix(text: str) -> PassMatrix:
+    return [[c == "1" for c in turn] for turn in str(text).split("|")]
+
+
+def verpo_constants(config) -> VerpoConstants:
+    raw = (config.reward.get("reward_kwargs") or {}).get("verpo") or {}
+    return from_dict(VerpoConstants, dict(raw), source="reward.reward_kwargs.verpo")
+
+
+def verpo_turn_advantages(
+    sessions: dict[str, PassMatrix], constants: VerpoConstants
+) -> dict[str, VerpoEpisode]:
+    """Each session's VeRPO episode (outcome, turn rewards, per-turn advantages), every problem's
+    group made of ALL of its sessions in ``sessions`` (keys ``{uid}_{session}``)."""
+    groups: dict[str, list[str]] = {}
+    for session in sorted(sessions):
+        groups.setdefault(session.rsplit("_", 1)[0], []).append(session)
+    episodes = {}
+    for members in groups.values():
+        for session, episode in zip(members, group_advantages([sessions[m] for m in members], constants)):
+            episodes[session] = episode
+    return episodes
 
 
 class VerpoRewardManager(OnlineRewardManager):
-    """VeRPO-MT: every session's per-turn advantages over its group (:mod:`cobalt.reward.verpo`).
-
-    The reward it returns is the outcome R_traj (the final turn passes the hidden tests), for the
-    logs; training reads the per-turn advantages from the reward-extra info
-    (:data:`TURN_ADVANTAGES`), which only the ``cobalt_sync`` trainer's ``verpo`` estimator uses.
-    Validation scores each session in its own group of ``val_kwargs.n`` and reports the outcome
-    and the mean dense reward, with no advantages."""
+    """VeRPO-MT: the outcome R_traj (the final turn passes every hidden test) as the reward, and
+    every turn's verdicts on the hidden tests for the trainer's advantage stage (:data:`PASS_MATRIX`;
+    the module doc). Validation reports the outcome."""
 
     def __init__(self, config, tokenizer, compute_score, *args, **kwargs):
         super().__init__(config, tokenizer, compute_score, *args, **kwargs)
-        num_workers = int(config.reward.get("num_workers", 1))
-        if num_workers != 1:
-            raise ConfigError(
-                f"VeRPO-MT needs reward.num_workers=1 (got {num_workers}): the n episodes of a problem "
-                "must meet in one reward worker to weigh its tests"
-            )
         estimator = (config.get("algorithm") or {}).get("adv_estimator")
         if estimator != VERPO_ESTIMATOR:
             raise ConfigError(
                 f"VeRPO-MT needs algorithm.adv_estimator={VERPO_ESTIMATOR} (got {estimator}): its "
-                "advantages are per turn, computed here and applied by the cobalt_sync trainer"
+                "advantages are per turn, computed by the cobalt_sync trainer from this reward's verdicts"
             )
-        raw = (config.reward.get("reward_kwargs") or {}).get("verpo") or {}
-        self.constants = from_dict(VerpoConstants, dict(raw), source="reward.reward_kwargs.verpo")
-        rollout = config.actor_rollout_ref.rollout
-        self.group_size = {False: int(rollout.n), True: int(rollout.val_kwargs.n)}
-        self.board = GroupBoard(self.settings.timeout_s)
+        verpo_constants(config)  # a bad constant stops the run here, before any rollout
 
     async def run_single(self, data) -> dict:
         item = data[-1:][0]
         texts, stats = episode_of(item)
-        extra_info = self._extra_info(item)
         ground_truth = item.non_tensor_batch["reward_model"]["ground_truth"]
         matrix, failed = await self.hidden_pass_matrix(texts, ground_truth)
-        key = str(item.non_tensor_batch.get("uid", id(item)))
-        member = item.non_tensor_batch.get("session_id", 0)
-        size = self.group_size[extra_info["is_val"]]
-        group = await self.board.join(key, member, size, matrix)
-        mine = group_advantages(group, self.constants)[[m is matrix for m in group].index(True)]
-        details = {
-            "pass_rate": sum(matrix[-1]) / len(matrix[-1]),
-            "correctness": mine.outcome,
-            "improvement": 0.0,
-        }
-        extras = extra_info_for(mine.outcome, details, 0.0, failed, False)
-        extras.update(episode_extras(stats), outcome=mine.outcome, dense=mine.dense)
-        if not extra_info["is_val"]:
-            extras[TURN_ADVANTAGES] = mine.turn_advantages
-        return {"reward_score": mine.outcome, "reward_extra_info": extras}
+        outcome = float(all(matrix[-1]))  # Eq. 11's R_traj
+        details = {"pass_rate": sum(matrix[-1]) / len(matrix[-1]), "correctness": outcome, "improvement": 0.0}
+        extras = extra_info_for(outcome, details, 0.0, failed, False)
+        extras.update(episode_extras(stats), outcome=outcome)
+        extras[PASS_MATRIX] = encode_matrix(matrix)
+        return {"reward_score": outcome, "reward_extra_info": extras}
 
     async def hidden_pass_matrix(self, texts: list[str], ground_truth) -> tuple[list[list[bool]], bool]:
         """[turn][test] verdicts of every turn's program on the hidden tests; a program that could not

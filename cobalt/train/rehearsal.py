@@ -92,7 +92,7 @@ def plan(profile, extra: list[str] = (), prompts: str | None = None) -> Rehearsa
     if ranks < layout[0] * layout[1]:
         overrides |= {"trainer.n_gpus_per_node": ranks, "trainer.nnodes": 1}
     for key in [key for key in overrides if key.endswith(".num_workers") and key in profile.overrides]:
-        # fewer helper workers than the profile's, never more (VeRPO-MT's group needs its one reward worker)
+        # fewer helper workers than the profile's, never more
         overrides[key] = min(int(overrides[key]), int(profile.overrides[key]))
     if prompts:
         tiled = str(Path(prompts).with_name(f"rehearsal_{profile.name}.parquet"))
@@ -268,6 +268,11 @@ def prepare(rehearsal: Rehearsal, overrides: list[str], log=print) -> list[str]:
         )
         overrides = [*overrides, override("data.max_prompt_length", length),
                      override("actor_rollout_ref.rollout.max_model_len", length + response)]  # fmt: skip
+    if rehearsal.profile.method in ONLINE_METHODS:
+        log(
+            "an online rehearsal's context is sized for the turn-0 prompts: most episodes are cut after "
+            "their first turn, one row per session (later turns' rows: GRPO-MT's learning check)"
+        )
     return overrides
 
 

@@ -12,8 +12,10 @@ the step ran on: ``trainer/world_size`` (FSDP ranks) and ``trainer/rollout_repli
 the rollout cost (:func:`rollout_metrics`, read by ``bench/bench_methods.py``).
 
 With ``algorithm.adv_estimator=verpo`` (VeRPO-MT) it also replaces veRL's advantage step: each
-turn's tokens get that turn's VeRPO advantage, computed over the group by
-:class:`cobalt.train.online_reward.VerpoRewardManager` (:func:`turn_token_advantages`).
+problem's sessions form its group, their tests are weighed over all of them from the verdicts
+:class:`cobalt.train.online_reward.VerpoRewardManager` put in each session's reward-extra info, and
+the row of each turn gets that turn's VeRPO advantage (:func:`turn_row_advantages`), logged as
+``reward/dense/mean`` too.
 """
 
 from __future__ import annotations
@@ -30,7 +32,16 @@ from verl.trainer.ppo.v1.trainer_sync import PPOTrainerSync
 
 from cobalt.common.errors import ConfigError
 from cobalt.common.stale import warn_if_stale
-from cobalt.train.online_reward import ONLINE_KEYS, TURN_ADVANTAGES, VERPO_ESTIMATOR, VERPO_KEYS
+from cobalt.reward.verpo import PassMatrix
+from cobalt.train.online_reward import (
+    ONLINE_KEYS,
+    PASS_MATRIX,
+    VERPO_ESTIMATOR,
+    VERPO_KEYS,
+    decode_matrix,
+    verpo_constants,
+    verpo_turn_advantages,
+)
 from cobalt.train.reward_manager import EXTRA_KEYS
 
 log = logging.getLogger("cobalt.train.trainer")
@@ -63,16 +74,40 @@ def groups_with_spread(keys: list[str], scores: list[float]) -> float:
     return sum(len(values) > 1 for values in groups.values()) / len(groups) if groups else 0.0
 
 
-# veRL's per-episode agent-loop timings (AgentLoopMetrics; a loop sets only those it measures)
+# veRL's per-row agent-loop timings (AgentLoopMetrics; a loop sets only those it measures)
 LOOP_TIMES = {"generate": "generate_sequences", "public_tests": "tool_calls", "reward": "compute_score"}
 
 
-def rollout_metrics(loop_metrics: list[dict], generated_tokens: list[int]) -> dict[str, float]:
-    """What a step's rollout cost, from its rows (one per response or episode): ``rollout/episodes``,
-    ``rollout/generated_tokens`` (the policy's tokens, feedback turns excluded), and per episode the
-    mean seconds spent generating, waiting for the public tests and for the reward, and waiting for
-    the evaluator in all (``rollout/<what>_s/mean``). The episodes of a step overlap in time."""
-    count = len(loop_metrics)
+def session_of(key: str) -> str:
+    """A row's session, ``{uid}_{session}`` of its key ``{uid}_{session}_{index}`` (veRL's: the
+    online loop returns a row per turn, the turn being the index)."""
+    return str(key).rsplit("_", 1)[0]
+
+
+def turn_of(key: str) -> int:
+    return int(str(key).rsplit("_", 1)[1])
+
+
+def last_of_each_session(keys: list[str]) -> list[bool]:
+    """Which rows are their session's last (the one the reward was computed on)."""
+    last: dict[str, tuple[int, int]] = {}
+    for row, key in enumerate(keys):
+        session, turn = session_of(key), turn_of(key)
+        if session not in last or last[session][0] < turn:
+            last[session] = (turn, row)
+    rows = {row for _, row in last.values()}
+    return [row in rows for row in range(len(keys))]
+
+
+def rollout_metrics(
+    loop_metrics: list[dict], generated_tokens: list[int], sessions: list[str] | None = None
+) -> dict[str, float]:
+    """What a step's rollout cost, from its rows (a response; for the online methods a turn, the
+    rows of one episode sharing ``sessions``): ``rollout/episodes``, ``rollout/generated_tokens``
+    (the policy's tokens, feedback excluded), and per episode the mean seconds spent generating,
+    waiting for the public tests and for the reward, and waiting for the evaluator in all
+    (``rollout/<what>_s/mean``). The episodes of a step overlap in time."""
+    count = len(set(sessions)) if sessions is not None else len(loop_metrics)
     metrics = {"rollout/episodes": float(count), "rollout/generated_tokens": float(sum(generated_tokens))}
     for name, key in LOOP_TIMES.items():
         total = sum(float((m or {}).get(key) or 0.0) for m in loop_metrics)
@@ -96,18 +131,26 @@ def as_list(values) -> list:
     return [item.to_dict() if hasattr(item, "to_dict") else item for item in items]
 
 
-def turn_advantages_of(key: str, extra_fields, tag: dict) -> list[float]:
-    """A row's per-turn VeRPO advantages from its reward-extra info (a list, or a tensor once
-    TransferQueue has stored it); none for a padding row."""
-    info = (extra_fields or {}).get("reward_extra_info") or {}
-    if TURN_ADVANTAGES not in info:
+def pass_matrices(keys: list[str], extra_fields: list, tags: list[dict]) -> dict[str, PassMatrix]:
+    """Each session's [turn][test] verdicts from its rows' reward-extra info (every row of a session
+    carries its session's); padding rows have none."""
+    sessions = {}
+    for key, extra, tag in zip(keys, extra_fields, tags):
         if tag.get("is_padding", False):
-            return []
-        raise KeyError(
-            f"row {key} carries no {TURN_ADVANTAGES}: algorithm.adv_estimator={VERPO_ESTIMATOR} needs "
-            "reward.reward_manager.name=VerpoRewardManager"
-        )
-    return [float(a) for a in info[TURN_ADVANTAGES]]
+            continue
+        info = (extra or {}).get("reward_extra_info") or {}
+        if PASS_MATRIX not in info:
+            raise KeyError(
+                f"row {key} carries no {PASS_MATRIX}: algorithm.adv_estimator={VERPO_ESTIMATOR} needs "
+                "reward.reward_manager.name=VerpoRewardManager"
+            )
+        sessions.setdefault(session_of(key), decode_matrix(info[PASS_MATRIX]))
+    return sessions
+
+
+def row_turn_advantages(episodes: dict, key: str, tag: dict) -> list[float]:
+    """The per-turn advantages of a row's session (none for a padding row)."""
+    return [] if tag.get("is_padding", False) else episodes[session_of(key)].turn_advantages
 
 
 @register_adv_est(VERPO_ESTIMATOR)
@@ -119,31 +162,25 @@ def verpo_outside_cobalt_sync(*args, **kwargs):
     )
 
 
-def turn_token_advantages(mask, turn_advantages) -> torch.Tensor:
-    """One row's token advantages: the t-th run of ``mask`` 1s (turn t's tokens) gets
-    ``turn_advantages[t]``, the feedback between turns (mask 0) gets 0. A row whose runs do not
-    match its turns (none: nothing to train) gets 0 everywhere, with a warning."""
+def turn_row_advantages(mask, turn_advantages: list[float], turn: int) -> torch.Tensor:
+    """The token advantages of the row of turn ``turn``: that turn's advantage on its generated
+    tokens. A row with no advantage for its turn (a padding row: none at all) gets 0, with a warning
+    unless it is padding."""
     mask = torch.as_tensor(mask).bool()
-    previous = torch.zeros_like(mask)
-    previous[1:] = mask[:-1]
-    starts = mask & ~previous
-    run = torch.cumsum(starts.long(), dim=0) - 1  # the turn of each mask-1 token
-    values = torch.as_tensor([float(a) for a in turn_advantages], dtype=torch.float32)
-    runs = int(starts.sum())
-    if runs != len(values) or not runs:
-        if runs:
+    if turn >= len(turn_advantages):
+        if turn_advantages:
             log.warning(
-                "VeRPO: %d runs of policy tokens but %d turn advantages: row left at 0", runs, len(values)
+                "VeRPO: a row of turn %d, but %d turn advantages: row left at 0", turn, len(turn_advantages)
             )
         return torch.zeros(mask.shape, dtype=torch.float32)
-    return torch.where(mask, values[run.clamp(min=0)], 0.0)
+    return torch.where(mask, float(turn_advantages[turn]), 0.0)
 
 
 @register_trainer(TRAINER_MODE)
 class CobaltTrainerSync(PPOTrainerSync):
     def _compute_advantage(self, batch, metrics):
-        """veRL's, except for ``algorithm.adv_estimator=verpo``: each turn's tokens get the turn's
-        VeRPO advantage from the reward-extra info (:func:`turn_token_advantages`), and the returns
+        """veRL's, except for ``algorithm.adv_estimator=verpo``: each turn's row gets the turn's
+        VeRPO advantage over its problem's sessions (:func:`turn_row_advantages`), and the returns
         the same (GRPO's convention). veRL's step would also apply a KL penalty in the reward or a
         decoupled rollout correction (weights, rejection) here: VeRPO-MT refuses both."""
         algorithm = self.config.algorithm
@@ -161,9 +198,15 @@ class CobaltTrainerSync(PPOTrainerSync):
         )
         masks, fields = data["response_mask"], as_list(data["extra_fields"])
         rows = masks.unbind() if getattr(masks, "is_nested", False) else list(masks)
+        # every problem's group is all of its sessions in the batch: none is waited for, none missing
+        episodes = verpo_turn_advantages(
+            pass_matrices(batch.keys, fields, batch.tags), verpo_constants(self.config)
+        )
+        if episodes:
+            metrics["reward/dense/mean"] = float(np.mean([episode.dense for episode in episodes.values()]))
         advantages = [
-            turn_token_advantages(mask, turn_advantages_of(key, extra, tag))
-            for key, mask, extra, tag in zip(batch.keys, rows, fields, batch.tags)
+            turn_row_advantages(mask, row_turn_advantages(episodes, key, tag), turn_of(key))
+            for key, mask, tag in zip(batch.keys, rows, batch.tags)
         ]
         nested = torch.nested.as_nested_tensor(advantages, layout=torch.jagged)
         output = TensorDict({"advantages": nested, "returns": nested.clone()}, batch_size=len(batch))
@@ -172,12 +215,16 @@ class CobaltTrainerSync(PPOTrainerSync):
     def _compute_metrics(self, batch, metrics, timing_raw, global_steps, epoch):
         super()._compute_metrics(batch, metrics, timing_raw, global_steps, epoch)
         rows = self._real_rows(batch, ["extra_fields", "metrics", "response_mask"])
-        infos = [(fields or {}).get("reward_extra_info", {}) for fields in rows["extra_fields"]]
-        metrics.update(reward_extra_metrics(infos))
-        metrics.update(rollout_metrics(rows["metrics"], rows["response_mask"]))
         keys = [key for key, tag in zip(batch.keys, batch.tags) if not tag.get("is_padding", False)]
+        # an online episode is several rows sharing its reward: its last row speaks for it
+        last = last_of_each_session(keys)
+        infos = [(fields or {}).get("reward_extra_info", {}) for fields in rows["extra_fields"]]
+        infos = [info for info, keep in zip(infos, last) if keep]
+        metrics.update(reward_extra_metrics(infos))
+        metrics.update(rollout_metrics(rows["metrics"], rows["response_mask"], [session_of(k) for k in keys]))
         scores = [info.get("acc", 0.0) if isinstance(info, dict) else 0.0 for info in infos]
-        metrics["reward/groups_with_spread/fraction"] = groups_with_spread(keys, scores)
+        final_keys = [key for key, keep in zip(keys, last) if keep]
+        metrics["reward/groups_with_spread/fraction"] = groups_with_spread(final_keys, scores)
         metrics["trainer/world_size"] = self.actor_rollout_wg.world_size
         metrics["trainer/rollout_replicas"] = len(self.llm_server_manager.get_replicas())
 

@@ -278,23 +278,25 @@ def generation_cost(conversations: int, turns: int, budget: int) -> dict:
     }
 
 
-def example_gpu_seconds(setting, budget: int) -> float:
-    """GPU-seconds of one training example (a prompt with its ``rollout.n`` responses, or episodes):
-    generating the responses and training on prompt and responses, at the assumed throughputs."""
-    n = int(setting("actor_rollout_ref.rollout.n", 1))
+def example_gpu_seconds(setting, budget: int, rows: int = 1) -> float:
+    """GPU-seconds of one training example (a prompt with its ``rollout.n`` responses, or episodes
+    of up to ``rows`` turns, each turn a row of its own): generating the responses and training on
+    prompt and response of every row, at the assumed throughputs."""
+    n = int(setting("actor_rollout_ref.rollout.n", 1)) * rows
     response = int(setting("data.max_response_length", budget))
     prompt = int(setting("data.max_prompt_length", 1024))
     generating = n * response * MEAN_ANSWER_SHARE / GENERATED_TOKENS_PER_GPU_S
     return generating + n * (prompt + response) * MEAN_ANSWER_SHARE / TRAINED_TOKENS_PER_GPU_S
 
 
-def grpo_cost(setting, prompts: float, budget: int) -> dict:
+def grpo_cost(setting, prompts: float, budget: int, rows: int = 1) -> dict:
     """GRPO's steps, rollout tokens, GPU-hours and checkpoint disk over ``prompts`` training
-    examples; ``setting(key, default)``: the run's GRPO settings."""
+    examples (each response ``rows`` rows: an online episode's turns); ``setting(key, default)``:
+    the run's GRPO settings."""
     batch, n = int(setting("data.train_batch_size", 128)), int(setting("actor_rollout_ref.rollout.n", 1))
     response = int(setting("data.max_response_length", budget))
     steps = max(1, int(setting("trainer.total_epochs", 1)) * math.ceil(prompts / batch))
-    rollout = steps * batch * n * response
+    rollout = steps * batch * n * rows * response
     saves = math.ceil(steps / int(setting("trainer.save_freq", steps) or steps))
     kept = setting("trainer.max_actor_ckpt_to_keep", None)
     if kept not in (None, "null"):  # veRL keeps every checkpoint unless told
@@ -305,7 +307,7 @@ def grpo_cost(setting, prompts: float, budget: int) -> dict:
     return {
         "steps_at_most": steps,
         "tokens_at_most": rollout,
-        "gpu_hours": round(steps * batch * example_gpu_seconds(setting, budget) / 3600, 1),
+        "gpu_hours": round(steps * batch * example_gpu_seconds(setting, budget, rows) / 3600, 1),
         "disk_gb": saves * checkpoint_gb,
         "checkpoints": saves,
     }
@@ -345,7 +347,7 @@ def training_example(method: str, single_turn: bool, setting) -> str:
 
 def per_example(setting, method: str, single_turn: bool, budget: int, gpus: int) -> dict:
     """GPU-seconds per training example of this profile, beside the paper's (:data:`PAPER_COST`)."""
-    gpu_s = example_gpu_seconds(setting, budget)
+    gpu_s = example_gpu_seconds(setting, budget, online_turns(setting) if method in ONLINE_METHODS else 1)
     return {
         "method": method,
         "training_example": training_example(method, single_turn, setting),
@@ -405,7 +407,7 @@ def estimate(cfg, inputs, overrides: dict, single_turn: bool, method: str = "cob
             2 * train * cfg.trajectory_samples, cfg.trajectory_turns, budget
         )
     per_problem = 1 if single_turn or online else MAX_BANDIT_PER_PROBLEM * (1 + cfg.perturbed_ratio)
-    stages["GRPO"] = grpo_cost(setting, train * per_problem, budget)
+    stages["GRPO"] = grpo_cost(setting, train * per_problem, budget, online_turns(setting) if online else 1)
     for model in ("base", "trained"):
         stages[f"evaluation ({model}: LiveCodeBench and TACO-dev)"] = generation_cost(
             (lcb + dev) * cfg.eval_samples, cfg.eval_turns, budget
