@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Problem records → veRL train.parquet / test.parquet of the online baselines (GRPO-MT, VeRPO-MT):
-one row per problem, its turn-0 prompt, hidden tests for the reward, public tests for the feedback
+one row per problem, its turn-0 prompt, all of its tests for the reward (as COBALT's rows), public tests for the feedback
 (cobalt.data.verl_rows.online_row)."""
 
 import sys

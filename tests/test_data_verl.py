@@ -151,11 +151,12 @@ def online_problem(**fields):
         "instruction": "Solve it.",
         "public_test_cases": json.dumps({"inputs": ["1\n"], "outputs": ["2\n"]}),
         "hidden_test_cases": json.dumps({"inputs": ["3\n"], "outputs": ["6\n"]}),
+        "test_cases": json.dumps({"inputs": ["1\n", "3\n"], "outputs": ["2\n", "6\n"]}),
     }
     return {**problem, **fields}
 
 
-def test_an_online_row_picks_the_repair_loop_and_rewards_on_the_hidden_tests(tmp_path, tiny_tokenizer_dir):
+def test_an_online_row_picks_the_repair_loop_and_rewards_on_all_tests_as_cobalts_rows(tmp_path, tiny_tokenizer_dir):
     from cobalt.common.prompts import initial_messages
     from cobalt.data.verl_rows import online_row, write_parquet
     from cobalt.train.code_repair_loop import AGENT_NAME
@@ -163,7 +164,7 @@ def test_an_online_row_picks_the_repair_loop_and_rewards_on_the_hidden_tests(tmp
     row = online_row(online_problem(), "train")
     assert row["agent_name"] == AGENT_NAME
     assert row["prompt"] == initial_messages("Solve it.")  # COBALT's turn-0 prompt
-    assert row["reward_model"]["ground_truth"] == online_problem()["hidden_test_cases"]
+    assert row["reward_model"]["ground_truth"] == online_problem()["test_cases"]  # public and hidden
     assert row["extra_info"]["public_test_cases"] == online_problem()["public_test_cases"]
     write_parquet([row], tmp_path / "online.parquet")
     item = load_with_verl(tmp_path / "online.parquet", tiny_tokenizer_dir, tmp_path / "cache")[0]
@@ -171,10 +172,10 @@ def test_an_online_row_picks_the_repair_loop_and_rewards_on_the_hidden_tests(tmp
     assert item["extra_info"]["public_test_cases"] == online_problem()["public_test_cases"]
 
 
-def test_an_online_row_without_hidden_tests_names_the_field():
+def test_an_online_row_without_public_tests_names_the_field():
     from cobalt.data.verl_rows import online_row
 
     problem = online_problem()
-    del problem["hidden_test_cases"]
-    with pytest.raises(DataError, match="hidden_test_cases"):
+    del problem["public_test_cases"]
+    with pytest.raises(DataError, match="public_test_cases"):
         online_row(problem, "train", path="p.jsonl", line=3)

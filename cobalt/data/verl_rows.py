@@ -6,8 +6,9 @@ problem's tests, as the reference), ``extra_info`` = {split, index, prev_best_pa
 instruction (single-turn) | conversation (multi-turn)}.
 
 An online row (:func:`online_row`, GRPO-MT and VeRPO-MT: one row per problem, n episodes each) also
-names its ``agent_name`` (the multi-turn repair loop), keeps the problem's HIDDEN tests as
-``ground_truth`` (the reward) and its public tests in ``extra_info.public_test_cases`` (the feedback).
+names its ``agent_name`` (the multi-turn repair loop), keeps all of the problem's tests as
+``ground_truth`` (the reward, as COBALT's rows) and its public tests in
+``extra_info.public_test_cases`` (the feedback).
 """
 
 from __future__ import annotations
@@ -64,11 +65,11 @@ def single_turn_row(problem: dict, split: str, *, path=None, line=None) -> dict:
 
 
 def online_row(problem: dict, split: str, *, path=None, line=None) -> dict:
-    """A problem record → a row of the online methods (turn-0 prompt, hidden tests as the reward's
-    ground truth, public tests for the loop's feedback)."""
+    """A problem record → a row of the online methods (turn-0 prompt, all of its tests as the
+    reward's ground truth as in COBALT's rows, public tests for the loop's feedback)."""
     instruction = require(problem, "instruction", str, path=path, line=line)
     tests = {}
-    for field in ("public_test_cases", "hidden_test_cases"):
+    for field in ("test_cases", "public_test_cases"):
         tests[field] = require(problem, field, str, path=path, line=line)
         parse_test_cases(tests[field], path=path, line=line, field=field)
     extra = {
@@ -79,7 +80,7 @@ def online_row(problem: dict, split: str, *, path=None, line=None) -> dict:
         "public_test_cases": tests["public_test_cases"],
     }
     return {
-        **_row(initial_messages(instruction), tests["hidden_test_cases"], extra),
+        **_row(initial_messages(instruction), tests["test_cases"], extra),
         "agent_name": ONLINE_AGENT,
     }
 

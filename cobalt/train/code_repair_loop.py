@@ -21,7 +21,7 @@ It returns ONE OUTPUT PER TURN (veRL's multi-output sessions, keys ``{uid}_{sess
 A turn starts only if its prompt fits ``rollout.prompt_length`` and the context window still holds
 a whole answer after it; an episode stopped that way is marked cut and is scored on its last turn.
 
-The reward (the final turn on the hidden tests) is computed on the last output; veRL copies it to
+The reward (the final turn on all of the problem's tests) is computed on the last output; veRL copies it to
 the session's other outputs and gives every output GRPO's advantage of the session's last
 (``compute_advantage_for_multi_trajectories``). VeRPO-MT's trainer step instead gives the output of
 turn t that turn's advantage (:func:`cobalt.train.trainer.turn_row_advantages`). Every output

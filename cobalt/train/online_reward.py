@@ -1,14 +1,14 @@
 """Reward managers of the online baselines, GRPO-MT and VeRPO-MT (issue 47).
 
-Both score an episode of :mod:`cobalt.train.code_repair_loop` on the problem's HIDDEN tests (the row's
-``reward_model.ground_truth``, :func:`cobalt.data.verl_rows.online_row`) through the project's
+Both score an episode of :mod:`cobalt.train.code_repair_loop` on all of the problem's tests, as
+COBALT's rows do (the row's ``reward_model.ground_truth``, :func:`cobalt.data.verl_rows.online_row`) through the project's
 evaluator, on COBALT's asynchronous path: veRL's agent-loop worker sends each finished session to a
 reward-loop worker (``AgentLoopWorker._compute_score``), which calls ``run_single``; the slots,
 timeout and failure handling are :class:`cobalt.train.reward_manager.CobaltRewardManager`'s.
 
 * :class:`OnlineRewardManager` (GRPO-MT): the project's reward function (``score_details``) on the
   FINAL turn's text, with no previous best (an online episode has no offline prefix).
-* :class:`VerpoRewardManager` (VeRPO-MT): every turn's program on the hidden tests. The reward it
+* :class:`VerpoRewardManager` (VeRPO-MT): every turn's program on the reward's tests. The reward it
   returns is the outcome R_traj; the session's [turn][test] verdicts travel in its reward-extra
   info (:data:`PASS_MATRIX`), and the ``cobalt_sync`` trainer's advantage stage, which holds the
   whole batch, weighs each problem's tests over all of its sessions and gives each turn its
@@ -55,7 +55,7 @@ def episode_extras(stats: dict) -> dict:
 
 
 class OnlineRewardManager(CobaltRewardManager):
-    """GRPO-MT: the COBALT reward of the final turn on the hidden tests."""
+    """GRPO-MT: the COBALT reward of the final turn on the reward's tests."""
 
     def _decode(self, item) -> str:
         texts, _ = episode_of(item)
@@ -103,7 +103,7 @@ def verpo_turn_advantages(
 
 class VerpoRewardManager(OnlineRewardManager):
     """VeRPO-MT: the outcome R_traj (the final turn passes every hidden test) as the reward, and
-    every turn's verdicts on the hidden tests for the trainer's advantage stage (:data:`PASS_MATRIX`;
+    every turn's verdicts on the reward's tests for the trainer's advantage stage (:data:`PASS_MATRIX`;
     the module doc). Validation reports the outcome."""
 
     def __init__(self, config, tokenizer, compute_score, *args, **kwargs):
@@ -129,7 +129,7 @@ class VerpoRewardManager(OnlineRewardManager):
         return {"reward_score": outcome, "reward_extra_info": extras}
 
     async def hidden_pass_matrix(self, texts: list[str], ground_truth) -> tuple[list[list[bool]], bool]:
-        """[turn][test] verdicts of every turn's program on the hidden tests; a program that could not
+        """[turn][test] verdicts of every turn's program on the reward's tests; a program that could not
         be run (no code, evaluator failure) fails every test. Also whether the evaluator failed."""
         width = len(parse_test_cases(ground_truth, field="ground_truth")["inputs"])
         cfg = reward_config()
@@ -145,7 +145,7 @@ class VerpoRewardManager(OnlineRewardManager):
             ok = error is None and len(passing) == width
             if not ok:
                 log.warning(
-                    "hidden tests of a turn scored as all failing (pass rate %.2f)", pass_rate(result)
+                    "the tests of a turn scored as all failing (pass rate %.2f)", pass_rate(result)
                 )
             return (passing if ok else [False] * width), error is not None
 
