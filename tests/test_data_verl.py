@@ -156,7 +156,9 @@ def online_problem(**fields):
     return {**problem, **fields}
 
 
-def test_an_online_row_picks_the_repair_loop_and_rewards_on_all_tests_as_cobalts_rows(tmp_path, tiny_tokenizer_dir):
+def test_an_online_row_picks_the_repair_loop_and_rewards_on_all_tests_as_cobalts_rows(
+    tmp_path, tiny_tokenizer_dir
+):
     from cobalt.common.prompts import initial_messages
     from cobalt.data.verl_rows import online_row, write_parquet
     from cobalt.train.code_repair_loop import AGENT_NAME

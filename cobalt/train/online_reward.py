@@ -144,9 +144,7 @@ class VerpoRewardManager(OnlineRewardManager):
             passing = [bool(p) for p in result["passing"]]
             ok = error is None and len(passing) == width
             if not ok:
-                log.warning(
-                    "the tests of a turn scored as all failing (pass rate %.2f)", pass_rate(result)
-                )
+                log.warning("the tests of a turn scored as all failing (pass rate %.2f)", pass_rate(result))
             return (passing if ok else [False] * width), error is not None
 
         runs = await asyncio.gather(*(verdicts(text) for text in texts or [""]))
