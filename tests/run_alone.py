@@ -2,23 +2,19 @@
 
 Under pytest-xdist (``scripts/test.sh`` asks for it), every test is one of:
 
-* **alone**: it starts a Ray cluster of its own (``slow`` without the session's cluster), holds
-  most of the memory (``memory_heavy``), or is marked ``alone`` (it loads the whole machine).
-  Nothing runs beside it.
-* **a training run**: ``slow`` and ``train`` on a cluster of its own (the learning checks, the
-  quickstart, GRPO on two nodes). Light tests run beside it: its ranks and rollout servers leave
-  a fifth of the two cores idle (docs/benchmarks.md), and its processes are its own.
+* **alone**: it starts a Ray cluster or veRL of its own (``slow`` without the session's cluster,
+  or ``memory_heavy``), or is marked ``alone`` (it loads the whole machine). Nothing runs beside it.
 * **on the cluster worker**: it uses the session's Ray head, evaluator or engine. These run on one
-  worker, after the alone ones and the training runs (the same order as ``run_order``), so the
-  session's cluster starts once and never beside a training run; they may run beside light tests.
+  worker, after the alone ones (the same order as ``run_order``), so the session's cluster starts
+  once and never beside a training run; they may run beside light tests.
 * **one worker per module**: marked ``one_worker`` (its tests count the processes of the module's
   own sandbox uids, which another worker's test of that module would run).
 * **light**: anything else, on any worker, two at a time.
 
-Alone tests, training runs and the cluster worker's tests form one group, so they run in their
-``run_order`` on one worker: the workers write each test's group to a file as they collect, and
-the scheduler (:class:`GroupScheduling`, xdist's scope scheduling with those groups as its scopes)
-reads it. (xdist's own ``loadgroup`` renames node ids, which pytest 9.2 ignores.) "Alone" is a machine-wide
+Alone tests and the cluster worker's tests form one group, so they run in their ``run_order`` on
+one worker: the workers write each test's group to a file as they collect, and the scheduler
+(:class:`GroupScheduling`, xdist's scope scheduling with those groups as its scopes) reads it. (xdist's
+own ``loadgroup`` renames node ids, which pytest 9.2 ignores.) "Alone" is a machine-wide
 readers-writer lock on two files: a light test holds the room shared, an alone test holds it
 exclusively; the turnstile keeps a waiting alone test from being starved by a stream of light
 ones. Without xdist nothing is locked.
@@ -47,22 +43,12 @@ def uses_session_cluster(item) -> bool:
 
 
 def runs_alone(item) -> bool:
-    """Nothing may run beside it: the paper chain's memory, a cluster or a load of its own, or a
-    count of the machine's processes (marked ``alone``)."""
+    """Nothing may run beside it: the paper chain's memory, a training run's cores, a cluster or a
+    load of its own, or a count of the machine's processes (marked ``alone``)."""
     keywords = set(item.keywords)
     if "memory_heavy" in keywords or "alone" in keywords:
         return True
-    return "slow" in keywords and not uses_session_cluster(item) and not is_training_run(item)
-
-
-def is_training_run(item) -> bool:
-    """A whole training run on a cluster of its own: on the heavy group's worker, light tests beside."""
-    keywords = set(item.keywords)
-    return (
-        {"train", "slow"} <= keywords
-        and not {"memory_heavy", "alone"} & keywords
-        and not uses_session_cluster(item)
-    )
+    return "slow" in keywords and not uses_session_cluster(item)
 
 
 def run_order(item) -> int:
@@ -106,7 +92,7 @@ def distributed(config) -> bool:
 
 def group_of(item) -> str | None:
     """The group whose tests run on one worker, in order; None: the test goes anywhere."""
-    if runs_alone(item) or is_training_run(item) or uses_session_cluster(item):
+    if runs_alone(item) or uses_session_cluster(item):
         return HEAVY_GROUP
     if "one_worker" in item.keywords:
         return Path(str(item.path)).stem
