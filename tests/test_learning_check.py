@@ -533,3 +533,5 @@ def test_grpo_mt_learning_check(tmp_path, lr, learned, cobalt_check):
     metrics = read_metrics(tmp_path / "run" / "metrics.jsonl")
     assert metrics[1]["reward/turns/mean"] >= 1  # episodes of the code-repair loop were scored
     assert max(metrics[int(s)]["reward/context_cut/mean"] for s in verdict["rewards"]) < 1
+    # some episodes ran to a second turn: sessions of several rows were trained
+    assert max(metrics[int(s)]["reward/turns/mean"] for s in verdict["rewards"]) > 1
