@@ -136,8 +136,8 @@ class CodeRepairLoop(AgentLoopBase):
                 f"{self.max_turn_tokens} tokens (rollout.prompt_length {self.prompt_length}, context "
                 f"{self.context_length})"
             )
-        if cut:
-            log.warning("%s: episode cut at the context limit after %d turn(s)", AGENT_NAME, len(texts))
+        if cut:  # one line per episode would flood the log: the step's reward/context_cut/mean counts them
+            log.debug("%s: episode cut at the context limit after %d turn(s)", AGENT_NAME, len(texts))
         stats = {"turns": len(texts), "context_cut": float(cut), "public_pass": float(passed)}
         for output in outputs:  # every row the same keys (TransferQueue stores them as one field)
             output.extra_fields.update({TURNS_FIELD: texts, STATS_FIELD: stats})
