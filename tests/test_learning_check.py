@@ -301,6 +301,7 @@ def test_the_grpo_mt_checks_rows_are_the_demo_problems_and_its_policy_the_cobalt
         "instruction": "Print n + 1.",
         "public_test_cases": tests,
         "hidden_test_cases": tests,
+        "test_cases": json.dumps({"inputs": ["1\n", "1\n"], "outputs": ["2\n", "2\n"]}),
     }
     for split in ("train", "dev"):
         (demo / "problems" / f"{split}.jsonl").write_text(json.dumps(problem) + "\n")
@@ -321,6 +322,7 @@ def test_the_grpo_mt_checks_rows_are_the_demo_problems_and_its_policy_the_cobalt
     rows = pd.read_parquet(demo / "online" / "train.parquet")
     assert list(rows["agent_name"]) == ["cobalt_code_repair"]
     assert rows["extra_info"][0]["public_test_cases"] == tests
+    assert rows["reward_model"][0]["ground_truth"] == problem["test_cases"]  # all tests, as COBALT's rows
 
 
 def test_the_check_refuses_a_method_it_does_not_know(tmp_path):
