@@ -81,6 +81,21 @@ def decode_matrix(text: str) -> PassMatrix:
     return [[c == "1" for c in turn] for turn in str(text).split("|")]
 
 
+def session_of(key: str) -> str:
+    """A row's session, ``{uid}_{session}`` of its key ``{uid}_{session}_{index}`` (veRL's: the
+    online loop returns a row per turn, the turn being the index)."""
+    return str(key).rsplit("_", 1)[0]
+
+
+def turn_of(key: str) -> int:
+    return int(str(key).rsplit("_", 1)[1])
+
+
+def uid_of(key: str) -> str:
+    """The problem (veRL's uid, which has no underscore) of a row's or a session's key."""
+    return str(key).split("_", 1)[0]
+
+
 def verpo_constants(config) -> VerpoConstants:
     raw = (config.reward.get("reward_kwargs") or {}).get("verpo") or {}
     return from_dict(VerpoConstants, dict(raw), source="reward.reward_kwargs.verpo")
@@ -93,7 +108,7 @@ def verpo_turn_advantages(
     group made of ALL of its sessions in ``sessions`` (keys ``{uid}_{session}``)."""
     groups: dict[str, list[str]] = {}
     for session in sorted(sessions):
-        groups.setdefault(session.rsplit("_", 1)[0], []).append(session)
+        groups.setdefault(uid_of(session), []).append(session)
     episodes = {}
     for members in groups.values():
         for session, episode in zip(members, group_advantages([sessions[m] for m in members], constants)):
@@ -102,7 +117,7 @@ def verpo_turn_advantages(
 
 
 class VerpoRewardManager(OnlineRewardManager):
-    """VeRPO-MT: the outcome R_traj (the final turn passes every hidden test) as the reward, and
+    """VeRPO-MT: the outcome R_traj (the final turn passes every test) as the reward, and
     every turn's verdicts on the reward's tests for the trainer's advantage stage (:data:`PASS_MATRIX`;
     the module doc). Validation reports the outcome."""
 
@@ -120,7 +135,7 @@ class VerpoRewardManager(OnlineRewardManager):
         item = data[-1:][0]
         texts, stats = episode_of(item)
         ground_truth = item.non_tensor_batch["reward_model"]["ground_truth"]
-        matrix, failed = await self.hidden_pass_matrix(texts, ground_truth)
+        matrix, failed = await self.pass_matrix(texts, ground_truth)
         outcome = float(all(matrix[-1]))  # Eq. 11's R_traj
         details = {"pass_rate": sum(matrix[-1]) / len(matrix[-1]), "correctness": outcome, "improvement": 0.0}
         extras = extra_info_for(outcome, details, 0.0, failed, False)
@@ -128,7 +143,7 @@ class VerpoRewardManager(OnlineRewardManager):
         extras[PASS_MATRIX] = encode_matrix(matrix)
         return {"reward_score": outcome, "reward_extra_info": extras}
 
-    async def hidden_pass_matrix(self, texts: list[str], ground_truth) -> tuple[list[list[bool]], bool]:
+    async def pass_matrix(self, texts: list[str], ground_truth) -> tuple[list[list[bool]], bool]:
         """[turn][test] verdicts of every turn's program on the reward's tests; a program that could not
         be run (no code, evaluator failure) fails every test. Also whether the evaluator failed."""
         width = len(parse_test_cases(ground_truth, field="ground_truth")["inputs"])

@@ -39,6 +39,9 @@ from cobalt.train.online_reward import (
     VERPO_ESTIMATOR,
     VERPO_KEYS,
     decode_matrix,
+    session_of,
+    turn_of,
+    uid_of,
     verpo_constants,
     verpo_turn_advantages,
 )
@@ -70,22 +73,12 @@ def groups_with_spread(keys: list[str], scores: list[float]) -> float:
     whose scores are not all equal; only those get a non-zero advantage."""
     groups: dict[str, set] = {}
     for key, score in zip(keys, scores):
-        groups.setdefault(str(key).split("_", 1)[0], set()).add(round(float(score), 9))
+        groups.setdefault(uid_of(key), set()).add(round(float(score), 9))
     return sum(len(values) > 1 for values in groups.values()) / len(groups) if groups else 0.0
 
 
 # veRL's per-row agent-loop timings (AgentLoopMetrics; a loop sets only those it measures)
 LOOP_TIMES = {"generate": "generate_sequences", "public_tests": "tool_calls", "reward": "compute_score"}
-
-
-def session_of(key: str) -> str:
-    """A row's session, ``{uid}_{session}`` of its key ``{uid}_{session}_{index}`` (veRL's: the
-    online loop returns a row per turn, the turn being the index)."""
-    return str(key).rsplit("_", 1)[0]
-
-
-def turn_of(key: str) -> int:
-    return int(str(key).rsplit("_", 1)[1])
 
 
 def last_of_each_session(keys: list[str]) -> list[bool]:

@@ -335,6 +335,11 @@ def online_turns(setting) -> int:
     return int(loops[0].get("max_turns", 1))
 
 
+def rows_per_response(setting, method: str) -> int:
+    """Training rows per response: an online episode is a row per turn, COBALT's response one row."""
+    return online_turns(setting) if method in ONLINE_METHODS else 1
+
+
 def training_example(method: str, single_turn: bool, setting) -> str:
     """What one training example is, as the paper counts it (a problem online, a bandit prompt for COBALT)."""
     n = setting("actor_rollout_ref.rollout.n", 1)
@@ -347,7 +352,7 @@ def training_example(method: str, single_turn: bool, setting) -> str:
 
 def per_example(setting, method: str, single_turn: bool, budget: int, gpus: int) -> dict:
     """GPU-seconds per training example of this profile, beside the paper's (:data:`PAPER_COST`)."""
-    gpu_s = example_gpu_seconds(setting, budget, online_turns(setting) if method in ONLINE_METHODS else 1)
+    gpu_s = example_gpu_seconds(setting, budget, rows_per_response(setting, method))
     return {
         "method": method,
         "training_example": training_example(method, single_turn, setting),
@@ -407,7 +412,7 @@ def estimate(cfg, inputs, overrides: dict, single_turn: bool, method: str = "cob
             2 * train * cfg.trajectory_samples, cfg.trajectory_turns, budget
         )
     per_problem = 1 if single_turn or online else MAX_BANDIT_PER_PROBLEM * (1 + cfg.perturbed_ratio)
-    stages["GRPO"] = grpo_cost(setting, train * per_problem, budget, online_turns(setting) if online else 1)
+    stages["GRPO"] = grpo_cost(setting, train * per_problem, budget, rows_per_response(setting, method))
     for model in ("base", "trained"):
         stages[f"evaluation ({model}: LiveCodeBench and TACO-dev)"] = generation_cost(
             (lcb + dev) * cfg.eval_samples, cfg.eval_turns, budget
