@@ -7,4 +7,4 @@
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 PYTHON="${PYTHON:-$ROOT/.venv/bin/python}"
-exec "$PYTHON" -m cobalt.data.demo "$@"
+exec "$PYTHON" -P -m cobalt.data.demo "$@"

@@ -9,4 +9,4 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 PYTHON=$ROOT/.venv/bin/python
 [ -x "$PYTHON" ] || { echo "error: no $PYTHON: run bash scripts/setup.sh first" >&2; exit 1; }
 export PYTHONPATH=$ROOT${PYTHONPATH:+:$PYTHONPATH}
-exec "$PYTHON" -m cobalt.data.fetch "$@"
+exec "$PYTHON" -P -m cobalt.data.fetch "$@"

@@ -14,6 +14,10 @@
 # Profiles: configs/train/learning_check.yaml, learning_check_grpo_mt.yaml. Verdict: cobalt/train/learning_check.py.
 # Docs: docs/training.md ("The learning check").
 set -euo pipefail
+case "${1:-}" in
+  -h|--help) echo "usage: [LEARNING_CHECK_DIR=...] bash scripts/learning_check.sh [hydra overrides ...]"
+             sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+esac
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 PYTHON=${PYTHON:-$ROOT/.venv/bin/python}
 OUT=${LEARNING_CHECK_DIR:-$ROOT/runs/learning_check/$(date -u +%Y%m%d-%H%M%S)-$$}
@@ -51,7 +55,7 @@ status=0
 # The trainer gets SIGTERM (and stops its Ray head) when this script dies, even by SIGKILL
 DIE_WITH_SCRIPT=()
 if command -v setpriv > /dev/null; then DIE_WITH_SCRIPT=(setpriv --pdeathsig TERM); fi
-"${DIE_WITH_SCRIPT[@]}" "$PYTHON" -m cobalt.train.launch --profile "$PROFILE" \
+"${DIE_WITH_SCRIPT[@]}" "$PYTHON" -P -m cobalt.train.launch --profile "$PROFILE" \
   "data.train_files=$OUT/$ROWS" "data.val_files=$OUT/$ROWS" \
   "actor_rollout_ref.model.path=$OUT/policy" "trainer.default_local_dir=$OUT/checkpoints" \
   "trainer.rollout_data_dir=$OUT/rollouts" \
@@ -61,5 +65,5 @@ if [ "$status" -ne 0 ]; then
   tail -n 40 "$OUT/train.log" >&2
   exit "$status"
 fi
-exec "$PYTHON" -m cobalt.train.learning_check "$OUT/metrics.jsonl" --rollouts "$OUT/rollouts" \
+exec "$PYTHON" -P -m cobalt.train.learning_check "$OUT/metrics.jsonl" --rollouts "$OUT/rollouts" \
   --json "$OUT/verdict.json"

@@ -12,4 +12,4 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 bash "$ROOT/scripts/setup.sh" >/dev/null   # a no-op when the environment is up to date
 export HF_HUB_OFFLINE=${HF_HUB_OFFLINE:-1} TRANSFORMERS_OFFLINE=${TRANSFORMERS_OFFLINE:-1}
 export WANDB_MODE=${WANDB_MODE:-disabled} RAY_USAGE_STATS_ENABLED=0 TOKENIZERS_PARALLELISM=false
-exec "$ROOT/.venv/bin/python" -m cobalt.quickstart "$@"
+exec "$ROOT/.venv/bin/python" -P -m cobalt.quickstart "$@"

@@ -15,4 +15,4 @@ export RAY_USAGE_STATS_ENABLED=0 TOKENIZERS_PARALLELISM=false
 case " $* " in
   *" --rehearse "*) export HF_HUB_OFFLINE=${HF_HUB_OFFLINE:-1} TRANSFORMERS_OFFLINE=${TRANSFORMERS_OFFLINE:-1} ;;
 esac
-exec "$ROOT/.venv/bin/python" -m cobalt.reproduce "$@"
+exec "$ROOT/.venv/bin/python" -P -m cobalt.reproduce "$@"

@@ -36,6 +36,8 @@ DRY_RUN=0
 for arg in "$@"; do
   case $arg in
     --dry-run) DRY_RUN=1 ;;
+    -h|--help) echo "usage: [COBALT_PROFILE=cpu|gpu] bash scripts/setup.sh [--dry-run]"
+               sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) echo "usage: [COBALT_PROFILE=cpu|gpu] bash scripts/setup.sh [--dry-run]" >&2; exit 2 ;;
   esac
 done

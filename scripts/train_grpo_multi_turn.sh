@@ -12,4 +12,4 @@ case " $* " in
   *" --profile "*|*" --profile="*) ;;
   *) set -- --profile multi_turn_qwen3_8b "$@" ;;
 esac
-exec "$PYTHON" -m cobalt.train.launch "$@"
+exec "$PYTHON" -P -m cobalt.train.launch "$@"

@@ -14,4 +14,4 @@ case " $* " in
   *" --profile "*|*" --profile="*) ;;
   *) set -- --profile single_turn_r1_distill_llama_8b "$@" ;;
 esac
-exec "$PYTHON" -m cobalt.train.launch "$@"
+exec "$PYTHON" -P -m cobalt.train.launch "$@"
