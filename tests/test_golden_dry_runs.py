@@ -45,9 +45,9 @@ CASES = {
     "paper_rehearse": [*PAPER, "multi_turn_qwen3_8b", "--rehearse"],
     "paper_small": [*PAPER, "multi_turn_qwen3_8b", "--max_problems", "2", "--max_model_len", "16384"],
     "paper_grpo_mt_qwen3_8b": [*PAPER, "grpo_mt_qwen3_8b", "--method", "grpo_mt"],
-    "paper_verpo_mt_qwen3_8b": [*PAPER, "verpo_mt_qwen3_8b", "--method", "verpo_mt"],
+    "paper_verpo_mt_qwen3_8b": [*PAPER, "verpo_mt_qwen3_8b", "--method", "verpo-mt"],  # the flag style
     "paper_grpo_mt_rehearse": [*PAPER, "grpo_mt_qwen3_8b", "--method", "grpo_mt", "--rehearse"],
-    "quickstart_grpo_mt": ["cobalt.recipes.quickstart.run", "--method", "grpo_mt", "--dry-run"],
+    "quickstart_grpo_mt": ["cobalt.recipes.quickstart.run", "--method", "grpo-mt", "--dry-run"],
     "generalize_verpo_mt": [
         "cobalt.recipes.quickstart.run",
         "--profile",

@@ -35,6 +35,11 @@ ONLINE_METHODS = ("grpo_mt", "verpo_mt")
 METHOD_NAMES = {"cobalt": "COBALT", "grpo_mt": "GRPO-MT", "verpo_mt": "VeRPO-MT"}
 
 
+def method_name(text: str) -> str:
+    """``--method``'s value in the one spelling: ``grpo-mt`` (the flag style) is ``grpo_mt``."""
+    return text.strip().lower().replace("-", "_")
+
+
 @dataclasses.dataclass
 class Profile:
     name: str

@@ -53,7 +53,14 @@ from cobalt.pipeline.stages import (
 )
 from cobalt.pipeline.steps import PERTURBED_FIELD
 from cobalt.recipes.paper import preflight
-from cobalt.train.profile import METHODS, ONLINE_METHODS, check_method, profile_model, single_turn
+from cobalt.train.profile import (
+    METHODS,
+    ONLINE_METHODS,
+    check_method,
+    method_name,
+    profile_model,
+    single_turn,
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -751,6 +758,7 @@ def parser() -> ArgumentParser:
     )
     p.add_argument(
         "--method",
+        type=method_name,
         choices=METHODS,
         default="cobalt",
         help="what to train: COBALT's bandit GRPO on offline trajectories, or an online multi-turn "

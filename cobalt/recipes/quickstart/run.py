@@ -55,7 +55,15 @@ from cobalt.pipeline.stages import (
 from cobalt.recipes.quickstart.base import adopt_base, record_base
 from cobalt.recipes.quickstart.config import ARMS, QuickstartConfig
 from cobalt.recipes.quickstart.report import RunRecord, write_report
-from cobalt.train.profile import METHODS, ONLINE_METHODS, check_method, load_profile, override, profiles_of
+from cobalt.train.profile import (
+    METHODS,
+    ONLINE_METHODS,
+    check_method,
+    load_profile,
+    method_name,
+    override,
+    profiles_of,
+)
 
 
 # ------------------------------------------------------------------------------------- stages
@@ -514,6 +522,7 @@ def main(argv=None) -> int:
     p.add_argument("--train-profile", default=None, help="configs/train/<name>.yaml (e.g. a GPU profile)")
     p.add_argument(
         "--method",
+        type=method_name,
         choices=METHODS,
         default="cobalt",
         help="what GRPO trains: COBALT (bandit prompts of trajectories) or an online multi-turn "
