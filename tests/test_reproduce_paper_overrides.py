@@ -78,8 +78,28 @@ def test_an_override_verls_config_refuses_fails_the_preflight_naming_it(files):
     proc = reproduce(files, "--dry-run", "--", "trainer.no_such_key=1")
     assert proc.returncode == 0, proc.stderr[-2000:]  # the dry run reads the settings; --preflight gates
     (line,) = [line for line in proc.stdout.splitlines() if line.startswith("preflight fail overrides")]
-    assert "Could not override 'trainer.no_such_key'" in line and "+trainer.no_such_key=1" in line
+    assert (
+        "trainer.no_such_key: veRL's config has no such key" in line and "+trainer.no_such_key=VALUE" in line
+    )
     ok = reproduce(files, "--dry-run", "--", "+trainer.no_such_key=1")
     assert any(line.startswith("preflight ok   overrides") for line in ok.stdout.splitlines()), ok.stdout[
         -2000:
     ]
+
+
+def test_a_misspelt_key_fails_the_preflight_naming_the_nearest_key_not_hydras_plus(files):
+    proc = reproduce(files, "--dry-run", "--", "trainer.total_epoch=2")
+    (line,) = [line for line in proc.stdout.splitlines() if line.startswith("preflight fail overrides")]
+    assert "trainer.total_epoch: veRL's config has no such key; did you mean trainer.total_epochs?" in line
+    assert "+trainer.total_epoch" not in line
+
+
+@pytest.mark.parametrize(
+    "item", ["trainer.total_epochs=two", "data.train_batch_size=0", "actor_rollout_ref.rollout.n=-1"]
+)
+def test_a_count_that_is_not_a_whole_number_of_at_least_one_stops_at_once_in_one_line(files, item):
+    for flag in ("--dry-run", "--preflight"):
+        proc = reproduce(files, flag, "--", item)
+        assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+        key = item.partition("=")[0]
+        assert f"after --: '{item}': {key} is a count: a whole number of at least 1" in proc.stderr

@@ -247,8 +247,24 @@ def split_overrides(argv: list[str]) -> tuple[list[str], list[str]]:
     return argv[:cut], argv[cut + 1 :]
 
 
+# veRL keys the project's estimates and veRL's dataloader divide by or count with: a whole number
+# of at least 1 (veRL's defaults are numbers, but its YAML does not type them, so hydra takes "two")
+COUNT_KEYS = (
+    "data.train_batch_size",
+    "data.max_prompt_length",
+    "data.max_response_length",
+    "actor_rollout_ref.rollout.n",
+    "actor_rollout_ref.actor.ppo_mini_batch_size",
+    "actor_rollout_ref.actor.ppo_epochs",
+    "trainer.total_epochs",
+    "trainer.nnodes",
+    "trainer.n_gpus_per_node",
+)
+
+
 def override_error(item: str) -> str | None:
-    """Why hydra would refuse ``item`` as an override (one line), or None when it reads it."""
+    """Why hydra would refuse ``item`` as an override, or why it would break the run (a count
+    that is not a whole number of at least 1): one line, or None when it reads it."""
     if "=" not in item and not item.startswith("~"):
         return f"{item!r} is not a hydra override: expected key=value (e.g. +{ATTENTION_KEY}=sdpa)"
     try:
@@ -256,6 +272,9 @@ def override_error(item: str) -> str | None:
     except Exception as e:
         reason = str(e).strip().splitlines()[-1] if str(e).strip() else type(e).__name__
         return f"{item!r} is not a hydra override: {reason} (quote a value with ',' or '=' as 'value')"
+    key, _, value = item.partition("=")
+    if key.lstrip("+") in COUNT_KEYS and not (value.strip().isdigit() and int(value) >= 1):
+        return f"{item!r}: {key.lstrip('+')} is a count: a whole number of at least 1 (got {value!r})"
     if parsed.is_sweep_override():  # main_ppo composes in run mode: "Ambiguous value"
         key, _, value = item.partition("=")
         as_list = f", or as a list: {key}=[{value}]" if "," in value and "(" not in value else ""
@@ -276,8 +295,44 @@ def verl_config_error(overrides: list[str]) -> str | None:
     try:
         verl_config(overrides)
     except Exception as e:
+        unknown = re.search(r"Could not override '([^']+)'", str(e))
+        if unknown:  # not hydra's advice to append it with "+": a new key would do nothing
+            return unknown_key_error(unknown.group(1))
         return "; ".join(line.strip() for line in str(e).splitlines() if line.strip()) or type(e).__name__
     return None
+
+
+def unknown_key_error(key: str) -> str:
+    """One line for an override of a key veRL's config lacks, naming the nearest key it has."""
+    import difflib
+
+    # the leaf's name among its siblings (a shared "trainer." would make every key look near)
+    parent, _, leaf = key.rpartition(".")
+    siblings = {k.rpartition(".")[2]: k for k in verl_config_keys() if k.rpartition(".")[0] == parent}
+    nearest = [siblings[name] for name in difflib.get_close_matches(leaf, siblings, n=1, cutoff=0.75)]
+    nearest = nearest or difflib.get_close_matches(key, verl_config_keys(), n=1, cutoff=0.9)
+    hint = (
+        f"did you mean {nearest[0]}?"
+        if nearest
+        else f"check its spelling (a key veRL does not define is added as +{key}=VALUE)"
+    )
+    return f"{key}: veRL's config has no such key; {hint}"
+
+
+@functools.cache
+def verl_config_keys() -> tuple[str, ...]:
+    """Every leaf key of veRL's ``ppo_trainer`` config, dotted."""
+    from omegaconf import DictConfig
+
+    def walk(node, prefix: str):
+        for name in node:
+            value = node._get_node(name)
+            if isinstance(value, DictConfig):
+                yield from walk(value, f"{prefix}{name}.")
+            else:
+                yield f"{prefix}{name}"
+
+    return tuple(walk(verl_config([]), ""))
 
 
 def verl_config(overrides: list[str]):

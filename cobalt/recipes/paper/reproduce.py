@@ -746,6 +746,7 @@ def print_preflight(found: list) -> bool:
 def parser() -> ArgumentParser:
     usage = "%(prog)s --profile P --taco T --lcb L [options] [-- hydra overrides for GRPO ...]"
     p = ArgumentParser(
+        prog="bash scripts/reproduce_paper.sh",
         description=__doc__.split("\n\n")[0],
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog=__doc__.split("\n\n", 1)[1],

@@ -496,7 +496,7 @@ def run_pipeline(run: Run, do: Steps = Steps()) -> Path:
 
 
 def main(argv=None) -> int:
-    p = ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = ArgumentParser(prog="bash scripts/quickstart.sh", description=__doc__.split("\n\n")[0])
     p.add_argument(
         "--profile", default="quickstart", help="configs/<name>.yaml (quickstart_ci: the reduced run)"
     )
