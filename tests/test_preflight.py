@@ -118,7 +118,7 @@ def test_the_dry_run_prints_the_preflight_and_the_estimate(files):
     end = proc.stdout.index("\n}\n") + 2
     plan, lines = json.loads(proc.stdout[:end]), proc.stdout[end:].strip().splitlines()
     checks = [line.split(":")[0].split()[-1] for line in lines if line.startswith("preflight ")]
-    assert checks == ["GPUs", "attention", "overrides", "model", "disk", "evaluator", "context"]
+    assert checks == ["GPUs", "attention", "overrides", "batch", "model", "disk", "evaluator", "context"]
     assert any(line.startswith("preflight fail model: Qwen/Qwen3-8B: HF_HUB_OFFLINE=1") for line in lines)
     assert plan["estimate"]["evaluator_per_grpo_step"]["programs"] == 2048
     assert set(plan["estimate"]["stages"]) >= {"GRPO", "trajectories (true and perturbed feedback)"}
@@ -292,3 +292,47 @@ def test_the_dry_runs_gpus_follow_the_overrides(tmp_path, monkeypatch):
     plan = dry_run_plan(cfg, Inputs("multi_turn_qwen3_8b", str(taco), str(lcb)))
     assert (plan["gpus"]["per_node"], plan["gpus"]["nodes"], plan["gpus"]["total"]) == (4, 2, 8)
     assert plan["grpo"]["trainer.nnodes"] == "2" and plan["estimate"]["total"]["gpus"]["training"] == 8
+
+
+def online(*args: str) -> list[str]:
+    return ["--profile", "grpo_mt_qwen3_8b", "--method", "grpo_mt", *args]
+
+
+def batch_line(proc) -> str:
+    (line,) = [
+        line for line in proc.stdout.splitlines() if line.startswith("preflight") and " batch: " in line
+    ]
+    return line
+
+
+def test_rows_that_cannot_fill_one_batch_fail_the_preflight_naming_the_batch_that_would(files):
+    """veRL's dataloader drops an incomplete batch, then stops on an empty one (issue 59): 4
+    training problems give GRPO-MT 4 rows, and COBALT at most 4 bandit prompts each (plus the
+    perturbed share), against the paper's batch of 128."""
+    proc = reproduce(files, "--preflight")  # COBALT
+    assert proc.returncode == 1
+    line = batch_line(proc)
+    assert line.startswith(
+        "preflight fail batch: 4 training problems, at most 5 bandit prompts each: at most 20"
+    )
+    assert "data.train_batch_size 128" in line and "a batch of at most 20" in line
+    proc = reproduce(files, "--preflight", *online())
+    assert batch_line(proc).startswith("preflight fail batch: 4 training problems, one row each: at most 4")
+    small = ["--", "data.train_batch_size=4", "actor_rollout_ref.actor.ppo_mini_batch_size=4"]
+    fits = reproduce(files, "--preflight", *online(*small))
+    assert (
+        batch_line(fits)
+        == "preflight ok   batch: 4 training problems, one row each: up to 4 training rows fill batches of 4"
+    )
+    rehearsal = reproduce(files, "--preflight", "--rehearse", *online())
+    assert batch_line(rehearsal).startswith("preflight ok   batch: a rehearsal fills")
+
+
+def test_a_batch_the_preflight_passes_is_one_veRLs_dataloader_fills(files):
+    """The check's bound is veRL's own rule: with drop_last, rows fill a batch only when there are
+    at least as many as the batch (veRL's trainer builds its dataloader so, ray_trainer.py)."""
+    from torchdata.stateful_dataloader import StatefulDataLoader
+
+    for rows, batch in ((4, 4), (3, 4), (20, 8)):
+        loader = StatefulDataLoader(list(range(rows)), batch_size=batch, drop_last=True)
+        assert (len(loader) > 0) == (rows >= batch)

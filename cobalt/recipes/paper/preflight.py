@@ -263,6 +263,38 @@ def problem_counts(cfg, inputs) -> tuple[int, int, int]:
     return train, dev, lcb
 
 
+def training_rows(cfg, inputs, single_turn: bool, method: str) -> tuple[int, str]:
+    """The most training rows the chain can give GRPO, and how they are counted: a row per problem
+    online or single-turn, at most :data:`MAX_BANDIT_PER_PROBLEM` bandit prompts a problem (plus
+    the perturbed share) for COBALT."""
+    train = problem_counts(cfg, inputs)[0]
+    if single_turn or method in ONLINE_METHODS:
+        return train, f"{train} training problems, one row each"
+    per_problem = MAX_BANDIT_PER_PROBLEM * (1 + cfg.perturbed_ratio)
+    return math.floor(
+        train * per_problem
+    ), f"{train} training problems, at most {per_problem:g} bandit prompts each"
+
+
+def check_batch(cfg, inputs, overrides: dict, single_turn: bool, method: str) -> Check:
+    """Whether the training rows fill one GRPO batch: veRL's dataloader drops an incomplete batch and
+    then stops on an empty one, after the chain's hours of trajectories and evaluation."""
+    if cfg.rehearse:
+        return Check("ok", "batch", "a rehearsal fills its step's batch with its own prompts")
+    batch = int(grpo_setting(overrides, cfg.grpo_overrides, "data.train_batch_size", 128))
+    rows, counted = training_rows(cfg, inputs, single_turn, method)
+    if rows >= batch:
+        return Check("ok", "batch", f"{counted}: up to {rows} training rows fill batches of {batch}")
+    return Check(
+        "fail",
+        "batch",
+        f"{counted}: at most {rows} training rows, fewer than one batch (data.train_batch_size {batch}); "
+        "veRL drops an incomplete batch, so GRPO would never step: use more problems (--max-problems), "
+        f"or a batch of at most {rows} (-- data.train_batch_size=N actor_rollout_ref.actor.ppo_mini_batch_size=M, "
+        "M dividing N)",
+    )
+
+
 def generation_cost(conversations: int, turns: int, budget: int) -> dict:
     """Answers, tokens, GPU-hours and disk of self-debugging conversations at ``budget`` tokens an answer."""
     answers = conversations * (1 + turns)
@@ -545,6 +577,7 @@ def checks(
         check_gpus(needed, cfg.rehearse, inputs.address),
         check_attention(chosen),
         check_overrides(profile_overrides, chosen, cfg.grpo_overrides),
+        check_batch(cfg, inputs, profile_overrides, single_turn, method),
         check_model(str(cfg.model or profile_model(inputs.profile)), cfg.rehearse),
         check_disk(runs_root, 1 if cfg.rehearse else cost["total"]["disk_gb"]),
         check_evaluator(
