@@ -73,6 +73,40 @@ def test_a_model_directory_without_all_its_weights_fails(tmp_path):
     assert line() is None
 
 
+QWEN3_8B = {  # config.json of Qwen3-8B (16.4 GB of bf16 weights)
+    "hidden_size": 4096,
+    "num_hidden_layers": 36,
+    "vocab_size": 151936,
+    "intermediate_size": 12288,
+    "tie_word_embeddings": False,
+    "torch_dtype": "bfloat16",
+}
+
+
+def test_a_model_directory_whose_weights_are_far_smaller_than_its_config_says_fails(tmp_path):
+    """A download stopped early, or the wrong files: 0.0 GB where the config's model takes ~18 GB."""
+    model = tmp_path / "qwen3-8b"
+    model.mkdir()
+    (model / "config.json").write_text(json.dumps(QWEN3_8B))
+    (model / "model.safetensors").write_bytes(b"\0" * 1000)
+    check = preflight.check_model(str(model), False)
+    assert (
+        check.level == "fail"
+        and "0.00 GB of weights where its config.json's model takes about 18.2 GB" in check.line
+    )
+    assert preflight.expected_weights_gb(model) / 2 < 16.4  # the real model's weights pass
+
+
+def test_a_mistyped_model_directory_is_not_looked_up_on_the_hub(tmp_path, monkeypatch):
+    (tmp_path / "models").mkdir()
+    monkeypatch.chdir(tmp_path)
+    check = preflight.check_model("models/qwen3-8b", False)
+    assert check.level == "fail" and check.line.startswith(
+        "models/qwen3-8b: no such directory (models/ is here)"
+    )
+    assert "hf download" not in check.line
+
+
 def test_the_estimate_counts_the_files_and_a_grpo_steps_evaluator_load(tmp_path):
     cfg = from_dict(PaperConfig, load_config("paper"))
     taco, lcb = tmp_path / "taco.jsonl", tmp_path / "lcb.jsonl"

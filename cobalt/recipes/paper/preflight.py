@@ -166,6 +166,12 @@ def check_model(model: str, rehearse: bool) -> Check:
         return Check("ok", what, f"local directory {path} ({size:.1f} GB of weights)")
     if model.startswith((".", "/", "~")) or model.count("/") != 1:
         return Check("fail", what, f"{model} is not a directory nor a hub id (owner/name): pass --model DIR")
+    if path.parent.is_dir():  # "models/qwen3-8b" beside a models/ directory: a mistyped path, not a hub id
+        return Check(
+            "fail",
+            what,
+            f"{model}: no such directory ({path.parent}/ is here): pass --model an existing model directory",
+        )
     fetch = f"download it beforehand (hf download {model} --local-dir DIR; ~16 GB for an 8B model) and pass --model DIR"
     if os.environ.get("HF_HUB_OFFLINE") == "1":
         from huggingface_hub import try_to_load_from_cache
@@ -206,7 +212,25 @@ def model_weights(path: Path) -> tuple[float, str | None]:
     empty = [f.name for f in files if f.stat().st_size == 0]
     if empty:
         return size, f"{len(empty)} empty weight file(s) ({', '.join(empty[:3])})"
+    expected = expected_weights_gb(path)
+    if expected and size < expected / 2:
+        return size, f"{size:.2f} GB of weights where its config.json's model takes about {expected:.1f} GB"
     return size, None
+
+
+def expected_weights_gb(path: Path) -> float | None:
+    """About how many GB a decoder's weights take, from its ``config.json`` (embeddings, attention
+    and gated MLP per layer, at the stored dtype); None where the config does not say."""
+    try:
+        config = json.loads((path / "config.json").read_text(encoding="utf-8"))
+        hidden, layers, vocab = config["hidden_size"], config["num_hidden_layers"], config["vocab_size"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    mlp = config.get("intermediate_size") or 4 * hidden
+    embeddings = vocab * hidden * (1 if config.get("tie_word_embeddings") else 2)
+    params = embeddings + layers * (4 * hidden * hidden + 3 * hidden * mlp)
+    dtype = str(config.get("torch_dtype") or config.get("dtype") or "bfloat16")
+    return params * (4 if "32" in dtype else 2) / 1e9
 
 
 # --------------------------------------------------------------------------------------- estimate
