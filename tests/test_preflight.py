@@ -370,3 +370,15 @@ def test_a_batch_the_preflight_passes_is_one_veRLs_dataloader_fills(files):
     for rows, batch in ((4, 4), (3, 4), (20, 8)):
         loader = StatefulDataLoader(list(range(rows)), batch_size=batch, drop_last=True)
         assert (len(loader) > 0) == (rows >= batch)
+
+
+def test_swapped_problem_files_are_refused_naming_both(files):
+    for flag in ("--dry-run", "--preflight"):
+        proc = reproduce(files, flag, "--taco", "lcb.jsonl", "--lcb", "taco.jsonl")
+        assert proc.returncode == 2 and not proc.stdout, proc.stdout[-2000:]
+        assert proc.stderr.strip() == (
+            f"error: --taco {files / 'lcb.jsonl'} holds LiveCodeBench rows and --lcb {files / 'taco.jsonl'} "
+            f"TACO-verified ones: swapped? pass --taco {files / 'taco.jsonl'} --lcb {files / 'lcb.jsonl'}"
+        )
+    wrong = reproduce(files, "--dry-run", "--lcb", "taco.jsonl")
+    assert wrong.returncode == 2 and "--lcb" in wrong.stderr and "holds TACO-verified rows" in wrong.stderr

@@ -36,7 +36,7 @@ from cobalt.common import rundir
 from cobalt.common.argtypes import caller_path, existing_file, positive_int
 from cobalt.common.cli import ArgumentParser
 from cobalt.common.config import config_path, from_dict, load_config
-from cobalt.common.errors import ConfigError
+from cobalt.common.errors import ConfigError, DataError
 from cobalt.common.jsonl import read_jsonl
 from cobalt.data.sources import file_shape
 from cobalt.pipeline import base, stages, steps
@@ -886,6 +886,11 @@ def main(argv=None) -> int:
     except ValueError as e:
         p.error(str(e))
     inputs = inputs_of(args)
+    try:
+        check_input_shapes(inputs)
+    except DataError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     if args.dry_run or args.preflight:
         return dry_run(cfg, inputs, args)
     if args.trajectories_perturbed and not args.trajectories:
@@ -913,6 +918,29 @@ def chain_config(args, grpo_overrides: list[str]) -> PaperConfig:
         if override_error(item):
             raise ValueError(f"after --: {override_error(item)}")
     return dataclasses.replace(cfg, grpo_overrides=[*cfg.grpo_overrides, *grpo_overrides])
+
+
+SHAPE_NAMES = {"taco": "TACO-verified", "lcb": "LiveCodeBench", "problems": "processed problem"}
+
+
+def check_input_shapes(inputs: Inputs) -> None:
+    """``--taco`` holds TACO-verified rows (or processed problems) and ``--lcb`` LiveCodeBench rows
+    (or processed problems): DataError naming both files when they are swapped, else the wrong one."""
+    taco, lcb = file_shape(inputs.taco), file_shape(inputs.lcb)
+    if (taco, lcb) == ("lcb", "taco"):
+        raise DataError(
+            f"--taco {inputs.taco} holds LiveCodeBench rows and --lcb {inputs.lcb} TACO-verified ones: "
+            f"swapped? pass --taco {inputs.lcb} --lcb {inputs.taco}"
+        )
+    for flag, path, shape, wanted in (
+        ("--taco", inputs.taco, taco, "taco"),
+        ("--lcb", inputs.lcb, lcb, "lcb"),
+    ):
+        if shape not in (wanted, "problems"):
+            raise DataError(
+                f"{flag} {path} holds {SHAPE_NAMES[shape]} rows; {flag} takes {SHAPE_NAMES[wanted]} "
+                "rows (or processed problem records)"
+            )
 
 
 def inputs_of(args) -> Inputs:
