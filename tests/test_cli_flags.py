@@ -54,7 +54,15 @@ def test_a_typo_errors_naming_the_flag_as_typed(capsys):
     with pytest.raises(SystemExit) as exit_:
         parser().parse_args(["--run_dir", "R", "--num_gpsu", "2"])
     assert exit_.value.code == 2
-    assert "unrecognized arguments: --num_gpsu 2" in capsys.readouterr().err
+    assert "unrecognized option --num_gpsu; did you mean --num-gpus?" in capsys.readouterr().err
+
+
+def test_a_typo_of_a_required_flag_is_named_with_the_nearest_not_reported_missing(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        parser().parse_args(["--rundir", "R"])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert "unrecognized option --rundir; did you mean --run-dir?" in err and "required" not in err
 
 
 def test_a_missing_required_flag_is_named_hyphenated(capsys):
@@ -73,7 +81,7 @@ def test_abbreviations_follow_allow_abbrev(capsys):
     assert parser().parse_args(["--run_d", "R", "--num_g", "1"]).num_gpus == 1
     with pytest.raises(SystemExit):
         parser(allow_abbrev=False).parse_args(["--run-dir", "R", "--num_g", "1"])
-    assert "unrecognized arguments: --num_g 1" in capsys.readouterr().err
+    assert "unrecognized option --num_g" in capsys.readouterr().err
 
 
 def test_tokens_after_double_dash_are_left_alone():

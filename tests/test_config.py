@@ -277,3 +277,16 @@ def test_the_reward_managers_settings_take_omegaconf_lists_and_name_a_wrong_type
     assert settings({"val_splits": ["test"], "max_in_flight": 8}).val_splits == ("test",)
     with pytest.raises(ConfigError, match=r"cobalt: max_in_flight must be an integer, not '8'"):
         settings({"max_in_flight": "8"})
+
+
+def test_a_config_name_that_names_no_file_gets_the_nearest_names():
+    from cobalt.common.config import load_config
+    from cobalt.common.errors import ConfigError
+    from cobalt.train.profile import load_profile
+
+    with pytest.raises(ConfigError, match=r"config file does not exist; did you mean multi_turn_qwen3_8b\?"):
+        load_profile("Multi_Turn_Qwen3_8B")  # the wrong case
+    with pytest.raises(ConfigError, match=r"did you mean multi_turn_qwen3_8b\?"):
+        load_profile("multi_turn_qwen3")
+    with pytest.raises(ConfigError, match=r"holds: .*\bpaper\b"):
+        load_config("zzzz")

@@ -22,6 +22,27 @@ class ArgumentParser(argparse.ArgumentParser):
     """An :class:`argparse.ArgumentParser` whose long options are shown hyphenated and accept both
     ``-`` and ``_`` between words. Both spellings set the same ``dest``."""
 
+    def parse_args(self, args=None, namespace=None):
+        args = sys.argv[1:] if args is None else list(args)
+        if self._subparsers is None:  # a sub-command's options are its own parser's to judge
+            self._refuse_unknown_options(args)
+        return super().parse_args(args, namespace)
+
+    def _refuse_unknown_options(self, args: list[str]) -> None:
+        """An option this parser does not have is named with the nearest it has, before argparse
+        would report a required option as missing instead (``--profle`` for ``--profile``)."""
+        import difflib
+
+        self._hyphenate_options()
+        known = [o for o in self._option_string_actions if o.startswith("--")]
+        for arg in self._respell(args):
+            if arg == "--":
+                return
+            name = arg.partition("=")[0]
+            if name.startswith("--") and len(name) > 2 and not self._names_option(name):
+                near = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+                self.error(f"unrecognized option {name}" + (f"; did you mean {near[0]}?" if near else ""))
+
     def parse_known_args(self, args=None, namespace=None):
         self._hyphenate_options()
         args = sys.argv[1:] if args is None else list(args)

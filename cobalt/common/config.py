@@ -67,9 +67,24 @@ def parent_path(path: Path, parent: str, names: Path) -> Path:
     raise ConfigError(f"{path}: extends: {parent!r} names no config file (not {looked})")
 
 
+def nearest_configs(path: Path) -> str:
+    """``; did you mean X?`` (or the names beside it) for a config file that does not exist."""
+    import difflib
+
+    names = sorted(p.stem for p in path.parent.glob("*.yaml")) if path.parent.is_dir() else []
+    if not names:
+        return ""
+    by_case = {name.lower(): name for name in names}
+    near = [by_case[path.stem.lower()]] if path.stem.lower() in by_case else []
+    near = near or difflib.get_close_matches(path.stem, names, n=3, cutoff=0.6)
+    if near:
+        return f"; did you mean {' or '.join(near)}?"
+    return f"; {path.parent} holds: {', '.join(names)}"
+
+
 def _read_mapping(path: Path) -> dict[str, Any]:
     if not path.is_file():
-        raise ConfigError(f"{path}: config file does not exist")
+        raise ConfigError(f"{path}: config file does not exist{nearest_configs(path)}")
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
     except yaml.YAMLError as e:
