@@ -199,3 +199,15 @@ def test_a_design_with_fewer_repair_samples_than_the_runner_takes_is_refused(tmp
         ValueError, match=r"few\.yaml: repair\.samples: 2; the repair runner takes at least 4"
     ):
         load_design(tmp_path / "few.yaml")
+
+
+def test_a_run_profile_given_as_the_design_is_one_line_not_a_traceback(capsys):
+    """``--config generalize_prereg`` names a run's profile, not a design (issue 59)."""
+    assert main(["--config", "generalize_prereg", "--plan"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: ") and err.endswith(
+        "generalize_prereg.yaml is not a design (it has no profile, run_profile, seeds, runs_dir, repair, cost): "
+        "--config takes a design such as generalize_design or design_smoke"
+    )
+    assert main(["--config", "no_such_design", "--plan"]) == 2
+    assert "config file does not exist" in capsys.readouterr().err

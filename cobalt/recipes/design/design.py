@@ -26,6 +26,7 @@ from pathlib import Path
 from cobalt.common import rundir
 from cobalt.common.cli import ArgumentParser
 from cobalt.common.config import config_path, from_dict, load_config, merge
+from cobalt.common.errors import ConfigError
 from cobalt.pipeline.stages import line_count, sampling_flags
 from cobalt.recipes.design.report import repair_path, run_name
 from cobalt.recipes.quickstart.config import ARMS
@@ -37,12 +38,21 @@ def load_design(name: str | Path = "generalize_design") -> dict:
     from cobalt.eval.repair import MIN_REPAIR_SAMPLES
 
     design = load_config(name)
-    for key in ("profile", "run_profile", "seeds", "runs_dir", "control", "repair", "cost"):
-        if key not in design:
-            raise ValueError(f"{config_path(name)}: no {key!r}")
+    missing = [
+        k
+        for k in ("profile", "run_profile", "seeds", "runs_dir", "control", "repair", "cost")
+        if k not in design
+    ]
+    if "profile" in missing and "run_profile" in missing:  # a run's profile, say, not a design
+        raise ConfigError(
+            f"{config_path(name)} is not a design (it has no {', '.join(missing)}): --config takes a "
+            "design such as generalize_design or design_smoke"
+        )
+    if missing:
+        raise ConfigError(f"{config_path(name)}: no {missing[0]!r}")
     samples = design["repair"].get("samples")
     if not isinstance(samples, int) or samples < MIN_REPAIR_SAMPLES:
-        raise ValueError(
+        raise ConfigError(
             f"{config_path(name)}: repair.samples: {samples!r}; the repair runner takes at least {MIN_REPAIR_SAMPLES}"
         )
     return design
@@ -253,7 +263,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--root", default=".", help="the directory runs_dir is under (default: here)")
     parser.add_argument("--json", action="store_true", help="the plan as JSON")
     args = parser.parse_args(argv)
-    design = load_design(args.config)
+    try:
+        design = load_design(args.config)
+    except ConfigError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     if args.report:
         from cobalt.recipes.design.report import write_design_report
 
