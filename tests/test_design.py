@@ -26,17 +26,17 @@ def test_the_plan_has_every_arm_and_seed_with_estimates_from_the_cost_coefficien
     )  # (each rounded to the second)
     assert p["total_s"] == round(cost["setup_s"] + sum(p["arms_s"].values()))
     assert p["remaining_s"] == p["total_s"] - cost["setup_s"] == sum(r["seconds"] for r in p["runs"])
-    # every run but the one that makes the base takes it (--base_run): all arms compare with one base
+    # every run but the one that makes the base takes it (--base-run): all arms compare with one base
     quickstart = "bash scripts/quickstart.sh --profile generalize_prereg"
     base = tmp_path / "runs/design/trained-seed0"
     assert by_name["trained-seed0"]["command"] == (
-        f"{quickstart} --arm trained --train_seed 0 --run_dir {base}"
+        f"{quickstart} --arm trained --train-seed 0 --run-dir {base}"
     )
     assert trained["command"] == (
-        f"{quickstart} --arm trained --train_seed 1 --base_run {base} --run_dir {tmp_path}/runs/design/trained-seed1"
+        f"{quickstart} --arm trained --train-seed 1 --base-run {base} --run-dir {tmp_path}/runs/design/trained-seed1"
     )
     assert control["command"] == (
-        f"{quickstart} --arm control --train_seed 0 --base_run {base} --run_dir {tmp_path}/runs/design/control-seed0"
+        f"{quickstart} --arm control --train-seed 0 --base-run {base} --run-dir {tmp_path}/runs/design/control-seed0"
     )
 
 
@@ -52,7 +52,7 @@ def test_the_plans_quickstart_commands_parse_with_their_arm_seed_and_base(tmp_pa
             continue
         words = shlex.split(r["command"])
         assert words[:2] == ["bash", "scripts/quickstart.sh"]
-        run_dir = words.index("--run_dir")
+        run_dir = words.index("--run-dir")
         assert quickstart.main([*words[2:run_dir], "--dry-run"]) == 0
         settings = json.loads(capsys.readouterr().out)["settings"]
         assert (settings["arm"], settings["train_seed"]) == (r["arm"], int(r["run"][-1]))
@@ -186,7 +186,7 @@ def test_the_smoke_design_is_the_designs_chain_at_a_small_size(tmp_path):
         "repair-seed0",
     ]
     assert p["evaluated_instances"] == 24 + 12 and p["control_optimizer_steps"] == 3
-    assert all("--base_run" in r["command"] for r in p["runs"][1:4])
+    assert all("--base-run" in r["command"] for r in p["runs"][1:4])
 
 
 def test_a_design_with_fewer_repair_samples_than_the_runner_takes_is_refused(tmp_path):

@@ -320,6 +320,6 @@ def test_runs_with_different_base_scores_raise_naming_the_shared_base(tmp_path):
     write_design(tmp_path)
     write_run(tmp_path, "control", 1, scores(base=6, model=3))  # its base solved one more instance
     with pytest.raises(
-        DataError, match=r"control-seed1.*\[0\.0, 100\.0\] here but \[0\.0, 0\.0\].*--base_run"
+        DataError, match=r"control-seed1.*\[0\.0, 100\.0\] here but \[0\.0, 0\.0\].*--base-run"
     ):
         design_report(DESIGN, tmp_path)

@@ -112,7 +112,7 @@ def test_a_run_that_trained_on_evaluation_problems_says_so_in_the_reports_first_
     bases = {k: v for k, v in files.items() if "base" in k}
     trained = {k: v for k, v in files.items() if "trained" in k}
     first = write_paper_report(run, "p", bases, trained, seconds=1.0).read_text().splitlines()[:4]
-    assert any("--allow_overlap" in line and "t7 = LiveCodeBench lcb-3" in line for line in first), first
+    assert any("--allow-overlap" in line and "t7 = LiveCodeBench lcb-3" in line for line in first), first
     (run.root / "data/overlap.json").write_text(json.dumps({"allowed": False, "overlaps": []}))
     md = write_paper_report(run, "p", bases, trained, seconds=1.0).read_text()
     assert "allow_overlap" not in md

@@ -382,3 +382,22 @@ def test_swapped_problem_files_are_refused_naming_both(files):
         )
     wrong = reproduce(files, "--dry-run", "--lcb", "taco.jsonl")
     assert wrong.returncode == 2 and "--lcb" in wrong.stderr and "holds TACO-verified rows" in wrong.stderr
+
+
+def test_the_dry_run_reads_the_checks_and_ends_with_the_wall_hours_and_json_is_one_document(files):
+    """A dry run reports failed checks on stdout and exits 0 without an ``error:`` line (only a
+    gate prints one); ``--json`` prints one JSON document and nothing else (issue 59)."""
+    human = reproduce(files, "--dry-run")
+    assert human.returncode == 0 and "error:" not in human.stderr, human.stderr[-2000:]
+    assert "preflight fail GPUs" in human.stdout
+    plan = json.loads(human.stdout[: human.stdout.index("\n}\n") + 2])
+    total = plan["estimate"]["total"]
+    assert human.stdout.strip().splitlines()[-1] == (
+        f"estimate: {total['wall_hours']} wall hours, {total['gpu_hours']} GPU-hours (the estimate above)"
+    )
+    machine = reproduce(files, "--dry-run", "--json")
+    assert machine.returncode == 0 and "error:" not in machine.stderr
+    document = json.loads(machine.stdout)  # the whole of stdout
+    assert document["estimate"]["total"] == total
+    levels = {check["what"]: check["level"] for check in document["preflight"]}
+    assert levels["GPUs"] == "fail" and levels["attention"] == "ok" and "batch" in levels

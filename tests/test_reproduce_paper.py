@@ -59,7 +59,7 @@ def run(
 def rehearsal_argv(tmp_path: Path, run_dir: Path) -> list[str]:
     """The rehearsal's command line on tmp_path's taco.jsonl and test6.jsonl."""
     files = ["--taco", str(tmp_path / "taco.jsonl"), "--lcb", str(tmp_path / "test6.jsonl")]
-    return ["--rehearse", "--profile", "multi_turn_qwen3_8b", *files, "--run_dir", str(run_dir)]
+    return ["--rehearse", "--profile", "multi_turn_qwen3_8b", *files, "--run-dir", str(run_dir)]
 
 
 def test_every_command_of_the_guide_is_one_these_tests_run():
@@ -176,7 +176,7 @@ def test_the_rehearsal_runs_the_whole_chain_on_real_problems_to_a_report_beside_
     (command,) = commands_of("rehearsal")
     run_dir, home = tmp_path / "run", tmp_path / "home"
     home.mkdir()
-    proc = run(command, real_inputs, home, timeout=3000, extra=["--run_dir", str(run_dir)])
+    proc = run(command, real_inputs, home, timeout=3000, extra=["--run-dir", str(run_dir)])
     assert proc.returncode == 0, proc.stdout[-5000:] + proc.stderr[-3000:]
     report = json.loads((run_dir / "report/report.json").read_text())
     cfg = yaml.safe_load((ROOT / "configs/paper_rehearsal.yaml").read_text())
@@ -192,7 +192,7 @@ def test_the_rehearsal_runs_the_whole_chain_on_real_problems_to_a_report_beside_
     ):
         assert stage in stages, sorted(stages)
     commands = report["commands"]
-    assert "--rehearse" in commands["grpo"] and "--rehearse_prompts" in commands["grpo"]
+    assert "--rehearse" in commands["grpo"] and "--rehearse-prompts" in commands["grpo"]
     assert "--public_field perturbed_public_test_cases" in commands["trajectories_perturbed_multi"]
     assert f"--turns {cfg['eval_turns']}" in commands["eval_trained_multi"]
     # every problem set evaluated for base and trained, a curve of 1 + eval_turns points each
@@ -222,7 +222,7 @@ def test_the_rehearsal_runs_the_whole_chain_on_real_problems_to_a_report_beside_
     )
     assert report["setting"]["split"] == "deterministic" and report["setting"]["perturbed_mix"] is True
     assert not (home / ".ray").exists()
-    # GRPO-MT beside it (issue 47), from this run's problems and base evaluation (--base_run): the
+    # GRPO-MT beside it (issue 47), from this run's problems and base evaluation (--base-run): the
     # check costs its online rows, its GRPO step and the trained model's evaluation only
     check_grpo_mt_rehearsal(real_inputs, home, tmp_path / "grpo_mt", base_run=run_dir)
 
@@ -252,7 +252,7 @@ def check_grpo_mt_rehearsal(real_inputs: Path, home: Path, run_dir: Path, base_r
         "bash scripts/reproduce_paper.sh --rehearse --method grpo_mt --profile grpo_mt_qwen3_8b "
         "--taco taco_verified.json --lcb test6.jsonl"
     )
-    extra = ["--run_dir", str(run_dir), *(["--base_run", str(base_run)] if base_run else [])]
+    extra = ["--run-dir", str(run_dir), *(["--base-run", str(base_run)] if base_run else [])]
     proc = run(command, real_inputs, home, timeout=3000, extra=extra)
     assert proc.returncode == 0, proc.stdout[-5000:] + proc.stderr[-3000:]
     report = json.loads((run_dir / "report/report.json").read_text())
@@ -263,7 +263,7 @@ def check_grpo_mt_rehearsal(real_inputs: Path, home: Path, run_dir: Path, base_r
         assert stages["TACO-verified → problems"] == 0.0, stages  # seconds
     assert not (run_dir / "trajectories").exists()
     commands = report["commands"]
-    assert "--profile grpo_mt_qwen3_8b" in commands["grpo"] and "--rehearse_prompts" in commands["grpo"]
+    assert "--profile grpo_mt_qwen3_8b" in commands["grpo"] and "--rehearse-prompts" in commands["grpo"]
     assert "verl_online/train.parquet" in commands["grpo"]
     # 8 ranks where memory and cores hold them (configs/rehearsal.yaml), else fewer after veRL checked the 8
     ranks = rehearsed_ranks(8)
@@ -423,17 +423,17 @@ def test_a_training_problem_that_is_also_evaluated_stops_the_run_before_its_firs
         "multi_turn_qwen3_8b",
         "--taco",
         str(tmp_path / "train.jsonl"),
-        "--taco_dev",
+        "--taco-dev",
         str(tmp_path / "ptb.jsonl"),
         "--lcb",
         str(tmp_path / "test6.jsonl"),
-        "--run_dir",
+        "--run-dir",
         str(tmp_path / "run"),
     ]
     assert reproduce.main(argv) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error: ") and expected in err[0], err
-    assert "--allow_overlap" in err[0] and reached == []
+    assert "--allow-overlap" in err[0] and reached == []
     assert not (tmp_path / "run/trajectories").exists()
     record = tmp_path / "run/data/overlap.json"
     assert f"all {len(pairs)} pair(s) in {record}" in err[0] and ("; and 1 more" in err[0]) == (
@@ -461,7 +461,7 @@ def test_livecodebench_statements_as_shipped_in_raw_taco_stop_the_rehearsal_befo
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error: 3 training problem(s) of "), err
     assert all(f"= {lcb_id} (" in err[0] for lcb_id in planted), err[0]
-    assert f"in {run_dir / 'data/overlap.json'}" in err[0] and "--allow_overlap" in err[0]
+    assert f"in {run_dir / 'data/overlap.json'}" in err[0] and "--allow-overlap" in err[0]
     record = json.loads((run_dir / "data/overlap.json").read_text())
     assert sorted(o["eval_id"] for o in record["overlaps"]) == planted and record["allowed"] is False
     hows = {o["eval_id"]: o["how"] for o in record["overlaps"]}
@@ -536,7 +536,7 @@ def test_validation_prompts_come_from_problems_never_trained_on(tmp_path, tiny_t
 def test_given_trajectories_keep_the_perturbed_mix_and_without_it_the_setting_says_it_is_absent(
     tmp_path, tiny_tokenizer_dir
 ):
-    """--trajectories with --trajectories_perturbed: both enter the bandit prompts and the perturbed
+    """--trajectories with --trajectories-perturbed: both enter the bandit prompts and the perturbed
     rows are mixed in (real commands); with --trajectories alone none are, and data/setting.json,
     which the report reads, says so."""
     import pandas as pd

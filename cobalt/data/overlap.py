@@ -16,7 +16,7 @@ statement (LiveCodeBench's ``question_content``, TACO's ``question``, a problem 
   duplicates ignored (``tests``), or every test of the smaller set, of at least 8, is in the
   other (``tests contained``: a copy carrying a trimmed or extended test set).
 
-The paper's chain refuses to train on a problem it evaluates (``--allow_overlap`` runs anyway);
+The paper's chain refuses to train on a problem it evaluates (``--allow-overlap`` runs anyway);
 every pair found is written to a file before it refuses. docs/data.md gives the rule's reasons."""
 
 from __future__ import annotations
@@ -247,6 +247,6 @@ def refuse_overlap(
         raise OverlapError(
             f"{trained} training problem(s) of {source} are also evaluation problems: {describe(found)} "
             f"(all {len(found)} pair(s) in {record}; remove them from the training file, or pass "
-            "--allow_overlap to run anyway)"
+            "--allow-overlap to run anyway)"
         )
     return found

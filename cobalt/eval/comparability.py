@@ -88,14 +88,14 @@ def differences(setting: dict | None) -> dict[str, tuple[str, str]]:
     if setting.get("perturbed_mix") is False:
         out["mix"] = (
             "25 % of the training rows from trajectories with perturbed feedback",
-            "no perturbed rows (--trajectories without --trajectories_perturbed)",
+            "no perturbed rows (--trajectories without --trajectories-perturbed)",
         )
     elif setting.get("perturbed_mix") and setting.get("perturbed_ratio") != PAPER["perturbed_ratio"]:
         out["mix"] = ("25 % perturbed rows", f"{setting.get('perturbed_ratio'):.0%} perturbed rows")
     if setting.get("overlaps"):
         out["overlap"] = (
             "no training problem evaluated",
-            f"{setting['overlaps']} training problem(s) also evaluated (--allow_overlap)",
+            f"{setting['overlaps']} training problem(s) also evaluated (--allow-overlap)",
         )
     return out
 

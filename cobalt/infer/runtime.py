@@ -104,8 +104,8 @@ def open_runtime(
     num_gpus: int | None = None,
 ) -> Iterator[Runtime]:
     """The evaluator (and model) a job uses; everything it started is stopped on exit. A private
-    head offers ``num_gpus`` GPUs (``--num_gpus``), by default the GPUs detected on this machine,
-    so ``--engine_config engine_paper`` can place its vLLM replicas."""
+    head offers ``num_gpus`` GPUs (``--num-gpus``), by default the GPUs detected on this machine,
+    so ``--engine-config engine_paper`` can place its vLLM replicas."""
     if evaluator not in ("serve", "local"):
         raise ConfigError(f"unknown evaluator {evaluator!r}: expected 'serve' or 'local'")
     if engine is not None and engine.kind not in ("serve", "litellm"):

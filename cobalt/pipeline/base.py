@@ -3,7 +3,7 @@
 A recipe's base is what comes before training: the problems, the base model (and its warm-up) and
 the base model's evaluation. A run records its base in ``base.json`` once its base evaluations are
 written: the settings the base depends on and the files that make it up. A run started with
-``--base_run DIR`` checks that its own settings give the same base, then hard-links (or copies)
+``--base-run DIR`` checks that its own settings give the same base, then hard-links (or copies)
 those files into its own directory; the stages that would make them see their output and are
 skipped. What follows the base (training and the trained model's evaluation) is the run's own.
 The recipes say which settings and files their base is (``cobalt.recipes.quickstart.base``, the
@@ -42,7 +42,7 @@ def read(base_dir: Path) -> dict:
     path = base_dir / rundir.BASE
     if not path.exists():
         raise ValueError(
-            f"--base_run {base_dir}: no {rundir.BASE}; that run has not finished its base evaluation "
+            f"--base-run {base_dir}: no {rundir.BASE}; that run has not finished its base evaluation "
             "(run or resume it first)"
         )
     try:
@@ -59,7 +59,7 @@ def check_same(base_dir: Path, theirs: dict, mine: dict) -> None:
     differ = sorted(k for k in mine.keys() | theirs.keys() if mine.get(k) != theirs.get(k))
     if differ:
         detail = "; ".join(f"{k}: theirs {theirs.get(k)!r}, this run's {mine.get(k)!r}" for k in differ)
-        raise ValueError(f"--base_run {base_dir}: its base was made with other settings ({detail})")
+        raise ValueError(f"--base-run {base_dir}: its base was made with other settings ({detail})")
 
 
 def adopt(root: Path, settings: dict, base_dir: Path, own_parts, log=print) -> int:
@@ -70,7 +70,7 @@ def adopt(root: Path, settings: dict, base_dir: Path, own_parts, log=print) -> i
     exists), or adopted another, is refused (its evaluations would mix two bases)."""
     base_dir = Path(base_dir).resolve()
     if base_dir == Path(root).resolve():
-        raise ValueError(f"--base_run {base_dir}: that is this run's own directory")
+        raise ValueError(f"--base-run {base_dir}: that is this run's own directory")
     theirs = read(base_dir)
     check_same(base_dir, theirs["settings"], settings)
     mine = root / rundir.BASE
@@ -78,7 +78,7 @@ def adopt(root: Path, settings: dict, base_dir: Path, own_parts, log=print) -> i
         adopted = json.loads(mine.read_text()).get("adopted_from")
         if adopted != str(base_dir):
             made = f"adopted the base of {adopted}" if adopted else "made its own base"
-            raise ValueError(f"{root}: this run {made}; it cannot take {base_dir}'s (use another --run_dir)")
+            raise ValueError(f"{root}: this run {made}; it cannot take {base_dir}'s (use another --run-dir)")
     elif any((root / d).exists() for d in own_parts):
         raise ValueError(f"{root}: this run has base files of its own; it cannot take {base_dir}'s")
     linked = 0

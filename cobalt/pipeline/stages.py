@@ -127,7 +127,7 @@ class Run:
             raise RuntimeError(f"{name} failed (exit {returncode}); last lines of {log_path}:\n{tail}")
 
     def inference_args(self, temperature: float | None = None) -> list:
-        engine = ["--address", self.address, "--engine_config", self.cfg.engine_config]
+        engine = ["--address", self.address, "--engine-config", self.cfg.engine_config]
         return engine + sampling_flags(self.cfg, temperature)
 
 
@@ -143,7 +143,7 @@ def sampling_flags(cfg, temperature: float | None = None) -> list:
     s = sampling(cfg)
     temperature = s["temperature"] if temperature is None else temperature
     flags = ["--temperature", temperature, "--top_p", s["top_p"], "--max_tokens", s["max_tokens"]]
-    return flags + (["--enable_thinking"] if s["enable_thinking"] else [])
+    return flags + (["--enable-thinking"] if s["enable_thinking"] else [])
 
 
 @dataclass(frozen=True)

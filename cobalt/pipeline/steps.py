@@ -43,7 +43,7 @@ def taco_to_problems(run: Run, stage: str, name: str, source, out_dir: Path, dev
         source,
         "--output_dir",
         out_dir,
-        "--dev_ratio",
+        "--dev-ratio",
         dev_ratio,
         "--evaluator",
         "local",

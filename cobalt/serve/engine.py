@@ -174,7 +174,7 @@ def start_engine_app(model: str, cfg: EngineConfig | None = None, port: int | No
         raise ConfigError(
             f"Ray Serve on this cluster has no HTTP proxy at {cfg.http_host}:{running} (it was started "
             "with proxies disabled), so the engine's OpenAI route cannot be reached; restart Serve with "
-            "HTTP on, or serve the model elsewhere and use --engine litellm --api_base URL"
+            "HTTP on, or serve the model elsewhere and use --engine litellm --api-base URL"
         )
     status = serve.status().applications.get(cfg.app_name)
     if status is not None and str(status.status).endswith("RUNNING"):

@@ -7,12 +7,12 @@
 Lists every run of the design (trained and control once per training seed; the placebo repair
 per trained seed), where each keeps its results (``runs_dir/<arm>-seed<k>``), whether it is
 done, started or still to run, its command (the quickstart on the design's ``run_profile`` with ``--arm`` and
-``--train_seed``; ``python -m cobalt.eval.repair_run`` on a trained seed's evaluations for the
+``--train-seed``; ``python -m cobalt.eval.repair_run`` on a trained seed's evaluations for the
 repair), and the wall-time estimate of each arm and of the whole design from the cost coefficients of the design
 file (measured in docs/benchmarks.md). It runs nothing. A run is resumable as the quickstart's
 runs are: a stage whose output exists is skipped (the repair: a problem already written is).
 The base (warm-up and base evaluation) is made once, by trained seed 0's run; every other run
-takes it with ``--base_run`` (cobalt/recipes/quickstart/base.py), so all arms compare with one base.
+takes it with ``--base-run`` (cobalt/recipes/quickstart/base.py), so all arms compare with one base.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from cobalt.pipeline.stages import line_count, sampling_flags
 from cobalt.recipes.design.report import repair_path, run_name
 from cobalt.recipes.quickstart.config import ARMS
 
-BASE_SEED = 0  # the trained seed whose run makes the base every other run takes (--base_run)
+BASE_SEED = 0  # the trained seed whose run makes the base every other run takes (--base-run)
 
 
 def load_design(name: str | Path = "generalize_design") -> dict:
@@ -100,7 +100,7 @@ def repair_command(cfg, repair: dict, trained_dir: Path, output: Path) -> str:
             "python -m cobalt.eval.repair_run -i",
             *map(str, inputs),
             f"-o {output} --model {trained_dir / rundir.trained_model(cfg.grpo_steps)}",
-            f"--engine_config {cfg.engine_config} --samples {repair['samples']}",
+            f"--engine-config {cfg.engine_config} --samples {repair['samples']}",
             *map(str, sampling_flags(cfg)),
         ]
     )
@@ -149,10 +149,10 @@ def makes_the_base(arm: str, seed: int) -> bool:
 
 def run_command(z: Sizes, arm: str, seed: int) -> str:
     """The quickstart command of one arm and seed; every run but the base's takes that base."""
-    shared = "" if makes_the_base(arm, seed) else f" --base_run {z.runs_dir / run_name('trained', BASE_SEED)}"
+    shared = "" if makes_the_base(arm, seed) else f" --base-run {z.runs_dir / run_name('trained', BASE_SEED)}"
     return (
-        f"bash scripts/quickstart.sh --profile {z.design['run_profile']} --arm {arm} --train_seed {seed}"
-        f"{shared} --run_dir {z.runs_dir / run_name(arm, seed)}"
+        f"bash scripts/quickstart.sh --profile {z.design['run_profile']} --arm {arm} --train-seed {seed}"
+        f"{shared} --run-dir {z.runs_dir / run_name(arm, seed)}"
     )
 
 

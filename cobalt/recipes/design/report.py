@@ -126,7 +126,7 @@ def read_run(path: Path, arm: str, seed: int) -> dict[str, dict[str, dict]]:
 
 def check_agreement(runs: dict, paths: dict) -> None:
     """Every run labels an instance with the same program novelty (the labels pick the split) and
-    holds the same base scores for it (every run takes one base: ``--base_run``)."""
+    holds the same base scores for it (every run takes one base: ``--base-run``)."""
     for key, field in (("heldout", "novelty"), ("heldout", "base"), ("heldout_families", "base")):
         first: dict[str, tuple] = {}
         for name, run in runs.items():
@@ -135,7 +135,7 @@ def check_agreement(runs: dict, paths: dict) -> None:
                 if value != row[field]:
                     raise DataError(
                         f"instance {pid!r} is {row[field]!r} here but {value!r} in {where}"
-                        + (" (the runs must share one base: --base_run)" if field == "base" else ""),
+                        + (" (the runs must share one base: --base-run)" if field == "base" else ""),
                         path=paths[name],
                         field=f"{key}.per_instance.{field}",
                     )

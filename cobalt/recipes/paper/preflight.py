@@ -508,7 +508,7 @@ def check_disk(root: Path, needed_gb: float) -> Check:
         return Check(
             "fail",
             "disk",
-            line + ": free space, pass --run_dir on a bigger disk, or keep fewer "
+            line + ": free space, pass --run-dir on a bigger disk, or keep fewer "
             "checkpoints (-- trainer.max_actor_ckpt_to_keep=2)",
         )
     return Check("ok", "disk", line)
@@ -531,7 +531,7 @@ def check_evaluator(config_name: str, per_step: dict, cpus: int | None) -> Check
         return Check(
             "fail",
             "evaluator",
-            f"{line}, but this machine has {cpus} CPUs: use --evaluator_config "
+            f"{line}, but this machine has {cpus} CPUs: use --evaluator-config "
             "evaluator, or join a cluster with the CPUs (--address)",
         )
     if minutes > 5:
@@ -539,7 +539,7 @@ def check_evaluator(config_name: str, per_step: dict, cpus: int | None) -> Check
             "warn",
             "evaluator",
             f"{line}: on a cluster with {per_step['cores_for_a_minute']} free CPUs, "
-            "--evaluator_config evaluator_paper (80 CPUs) takes less",
+            "--evaluator-config evaluator_paper (80 CPUs) takes less",
         )
     return Check("ok", "evaluator", line)
 

@@ -96,7 +96,7 @@ def paper_rows(report: dict, paper: dict, diffs: dict, method: str = "cobalt") -
 
 
 def overlap_lines(root: Path) -> list[str]:
-    """The report's first lines when the run trained on evaluation problems (``--allow_overlap``)."""
+    """The report's first lines when the run trained on evaluation problems (``--allow-overlap``)."""
     path = root / rundir.OVERLAP
     if not path.exists():
         return []
@@ -105,11 +105,11 @@ def overlap_lines(root: Path) -> list[str]:
         return []
     found = record.get("overlaps", [])
     if not found:
-        return ["**Run with `--allow_overlap`**; no training problem was found in an evaluation set."]
+        return ["**Run with `--allow-overlap`**; no training problem was found in an evaluation set."]
     named = ", ".join(f"{o['train_id']} = {o['eval_set']} {o['eval_id']}" for o in found[:8])
     more = f" and {len(found) - 8} more" if len(found) > 8 else ""
     return [
-        f"**Trained on evaluation problems (`--allow_overlap`)**: {len(found)} training problem(s) "
+        f"**Trained on evaluation problems (`--allow-overlap`)**: {len(found)} training problem(s) "
         f"are also evaluated ({named}{more}). The Pass@1 below is not a held-out figure."
     ]
 
@@ -156,7 +156,7 @@ def write_paper_report(
     if setting and setting.get("perturbed_mix") is False:
         lines += [
             "**No perturbed training rows**: the run was given trajectories without "
-            "`--trajectories_perturbed`, so nothing with perturbed feedback was mixed in; the paper's "
+            "`--trajectories-perturbed`, so nothing with perturbed feedback was mixed in; the paper's "
             "TACO-dev figure (COBALT-FT with perturbed training) is left out.",
             "",
         ]

@@ -108,7 +108,7 @@ class Inputs:
 def problems(run: Run, inputs: Inputs) -> dict[str, Path]:
     """TACO-verified → train / dev records, LiveCodeBench → records, and the perturbed twins of
     train (trajectories with wrong feedback) and dev (the paper's TACO-dev evaluation). The
-    authors' processed train file with their dev file (``--taco_dev``) is used as given."""
+    authors' processed train file with their dev file (``--taco-dev``) is used as given."""
     cfg = run.cfg
     taco_dir = run.root / rundir.TACO
     taco = {
@@ -208,7 +208,7 @@ def refuse_empty(files: dict[str, Path], trains_on_perturbed: bool) -> None:
 def refuse_overlap(run: Run, inputs: Inputs) -> list:
     """Training problems compared with every evaluation set as the input files ship them
     (``cobalt.data.overlap``), before the first stage: any overlap stops the run in one line,
-    unless ``--allow_overlap``; every pair found is first written to ``data/overlap.json``."""
+    unless ``--allow-overlap``; every pair found is first written to ``data/overlap.json``."""
     from cobalt.data.overlap import chain_problems
     from cobalt.data.overlap import refuse_overlap as check
 
@@ -223,7 +223,7 @@ def refuse_overlap(run: Run, inputs: Inputs) -> list:
     sizes = ", ".join(f"{name} {len(problems)}" for name, problems in evaluations.items())
     run.log(f"overlap check: {len(train)} training problems against {sizes}: {len(found)} pair(s) found")
     if found:
-        run.log(f"--allow_overlap: {len(found)} training problem(s) are also evaluated")
+        run.log(f"--allow-overlap: {len(found)} training problem(s) are also evaluated")
     return found
 
 
@@ -319,7 +319,7 @@ def trajectory_chains(run: Run, files: dict[str, Path]) -> dict[str, Chain]:
 
 
 def given_trajectories(run: Run, path: Path, tag: str = "trajectories") -> Path:
-    """Given trajectories (``--trajectories``, ``--trajectories_perturbed``), with their hidden-test
+    """Given trajectories (``--trajectories``, ``--trajectories-perturbed``), with their hidden-test
     pass rates (evaluated here unless they carry them)."""
     first = next(iter(read_jsonl(path)), {})
     if "all_pass_rates" in first:
@@ -346,7 +346,7 @@ def given_trajectories(run: Run, path: Path, tag: str = "trajectories") -> Path:
 
 
 def given(run: Run, inputs: Inputs) -> dict[str, Path]:
-    """The given trajectories by tag: the perturbed ones only with ``--trajectories_perturbed`` (without,
+    """The given trajectories by tag: the perturbed ones only with ``--trajectories-perturbed`` (without,
     no perturbed rows are mixed in, and the report says so)."""
     out = {"trajectories": given_trajectories(run, Path(inputs.trajectories))}
     if inputs.trajectories_perturbed:
@@ -354,7 +354,7 @@ def given(run: Run, inputs: Inputs) -> dict[str, Path]:
             run, Path(inputs.trajectories_perturbed), "trajectories_perturbed"
         )
     else:
-        run.log("--trajectories without --trajectories_perturbed: no perturbed rows are mixed in")
+        run.log("--trajectories without --trajectories-perturbed: no perturbed rows are mixed in")
     return out
 
 
@@ -479,14 +479,14 @@ def grpo_command(
         *steps.python("cobalt.train.launch"),
         "--profile",
         profile,
-        "--evaluator_config",
+        "--evaluator-config",
         cfg.evaluator_config,
         "--address",
         address,
         override("trainer.default_local_dir", str(checkpoints)),
     ]
     if cfg.rehearse:  # the profile's topology and batch on a tiny model; its prompts from this run
-        cmd += ["--rehearse", "--rehearse_prompts", train_file]
+        cmd += ["--rehearse", "--rehearse-prompts", train_file]
     else:
         cmd += [
             override("data.train_files", str(train_file)),
@@ -571,14 +571,14 @@ def base_key(cfg: PaperConfig, inputs: Inputs) -> dict:
 
 
 def take_base(run: Run, inputs: Inputs) -> None:
-    """With ``--base_run``: that run's problems and base evaluation, when its base key is this run's
+    """With ``--base-run``: that run's problems and base evaluation, when its base key is this run's
     (e.g. a baseline trained beside COBALT's run; :mod:`cobalt.pipeline.base`)."""
     if inputs.base_run:
         base.adopt(run.root, base_key(run.cfg, inputs), Path(inputs.base_run), BASE_PARTS, run.log)
 
 
 def record_base(run: Run, inputs: Inputs) -> None:
-    """``base.json`` once the base evaluation is written: what another run may take (``--base_run``)."""
+    """``base.json`` once the base evaluation is written: what another run may take (``--base-run``)."""
     base.record(run.root, base_key(run.cfg, inputs), base.files_under(run.root, BASE_PARTS))
 
 
@@ -724,7 +724,7 @@ def missing_gpus(cfg: PaperConfig, inputs: Inputs) -> str | None:
 
     per_node, nodes = preflight.gpus_needed(load_profile(inputs.profile).overrides, cfg.grpo_overrides)
     needed = per_node * nodes
-    have, how = (inputs.num_gpus, "--num_gpus") if inputs.num_gpus is not None else gpu_count()
+    have, how = (inputs.num_gpus, "--num-gpus") if inputs.num_gpus is not None else gpu_count()
     if have >= needed:
         return None
     return (
@@ -733,12 +733,13 @@ def missing_gpus(cfg: PaperConfig, inputs: Inputs) -> str | None:
     )
 
 
-def print_preflight(found: list) -> bool:
-    """The checks' lines, and one ``error:`` line naming the failed ones; whether none failed."""
+def print_preflight(found: list, gate: bool = True) -> bool:
+    """The checks' lines and, when they gate (``--preflight``, a real run), one ``error:`` line
+    naming the failed ones (a dry run only reads them); whether none failed."""
     for check in found:
         print(check, flush=True)
     failed = [check.line for check in found if check.level == "fail"]
-    if failed:
+    if failed and gate:
         print(f"error: the preflight failed: {'; '.join(failed)}", file=sys.stderr)
     return not failed
 
@@ -863,6 +864,12 @@ def parser() -> ArgumentParser:
         "(exit 0 whatever the checks say)",
     )
     p.add_argument(
+        "--json",
+        action="store_true",
+        help="with --dry-run: one JSON document on stdout (the settings, the estimate and the "
+        "preflight's checks) and nothing else there",
+    )
+    p.add_argument(
         "--preflight",
         action="store_true",
         help="run the preflight's checks only and exit 1 if "
@@ -886,6 +893,11 @@ def main(argv=None) -> int:
     except ValueError as e:
         p.error(str(e))
     inputs = inputs_of(args)
+    if not (args.dry_run or args.preflight):
+        if args.trajectories_perturbed and not args.trajectories:
+            p.error("--trajectories-perturbed goes with --trajectories")
+        if args.trajectories and inputs.online:
+            p.error(f"--trajectories are COBALT's: --method {args.method} trains on the problems themselves")
     try:
         check_input_shapes(inputs)
     except DataError as e:
@@ -893,10 +905,6 @@ def main(argv=None) -> int:
         return 2
     if args.dry_run or args.preflight:
         return dry_run(cfg, inputs, args)
-    if args.trajectories_perturbed and not args.trajectories:
-        p.error("--trajectories_perturbed goes with --trajectories")
-    if args.trajectories and inputs.online:
-        p.error(f"--trajectories are COBALT's: --method {args.method} trains on the problems themselves")
     return run_paper_chain(cfg, inputs, args)
 
 
@@ -951,13 +959,23 @@ def dry_run(cfg: PaperConfig, inputs: Inputs, args) -> int:
     """``--dry-run`` (the plan, then the preflight's checks; exit 0) and ``--preflight`` (the checks:
     exit 1 if one fails)."""
     plan = dry_run_plan(cfg, inputs) if args.dry_run else {}
+    budget = plan["context_budget"] if plan else context_budget(cfg, inputs)
+    found = preflight_checks(cfg, inputs, args.run_dir, budget, plan.get("estimate"))
+    passed = not [check for check in found if check.level == "fail"]
+    if plan and args.json:
+        print(json.dumps(plan | {"preflight": [dataclasses.asdict(check) for check in found]}, indent=1))
+        return 1 if args.preflight and not passed else 0
     if plan:
         print(json.dumps(plan, indent=1))
         if not cfg.rehearse and not args.address and plan["gpus"]["detected_here"] == 0:
             print(f"no GPU here: this run needs {plan['gpus']['total']} (--rehearse runs the chain on CPU)")
         print(preflight.per_example_line(plan["estimate"]["per_example"]))
-    budget = plan["context_budget"] if plan else context_budget(cfg, inputs)
-    passed = print_preflight(preflight_checks(cfg, inputs, args.run_dir, budget, plan.get("estimate")))
+    print_preflight(found, gate=args.preflight)
+    if plan:
+        total = plan["estimate"]["total"]
+        print(
+            f"estimate: {total['wall_hours']} wall hours, {total['gpu_hours']} GPU-hours (the estimate above)"
+        )
     return 1 if args.preflight and not passed else 0
 
 

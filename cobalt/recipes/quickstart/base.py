@@ -4,7 +4,7 @@ Every arm and training seed of a design starts from the same base model (the exp
 warm-up, seeded by ``warmup.seed``) and compares against the same base evaluation. A run records
 its base in ``base.json`` once its base evaluations are written: the settings the base depends on
 and the files that make it up (the problems, the models, the offline trajectories, the base's
-self-debugging chains). A run started with ``base_run: DIR`` (``--base_run DIR``) checks that its
+self-debugging chains). A run started with ``base_run: DIR`` (``--base-run DIR``) checks that its
 own settings give the same base, then hard-links (or copies) those files into its own directory;
 the stages that would make them see their output and are skipped. What follows the base (GRPO or
 the control's SFT and their evaluations) is the run's own.

@@ -18,8 +18,8 @@ unfinished run. The warm-up is part of the *base* model: both curves start from 
 
 ``arm: control`` (``--arm control``) replaces GRPO by SFT of the warmed-up model on the training
 instances' programs and evaluates that model in the trained one's place; ``train_seed``
-(``--train_seed K``) seeds GRPO's data order and rollout sampling, or the control's SFT.
-``base_run`` (``--base_run DIR``) takes another run's base instead of making it again
+(``--train-seed K``) seeds GRPO's data order and rollout sampling, or the control's SFT.
+``base_run`` (``--base-run DIR``) takes another run's base instead of making it again
 (:mod:`cobalt.recipes.quickstart.base`).
 """
 
@@ -92,7 +92,7 @@ def problem_records(run: Run) -> list[dict]:
 def convert_problems(run: Run, source: str, shape: str, name: str = "problems") -> Path:
     """``preproc/preproc_taco.py`` or ``preproc/preproc_lcb_test6.py`` on a raw file; the records'
     path. TACO's reference solutions are checked in the sandbox (in this process), as the reference
-    does; its train/dev split is left to the caller (``--dev_ratio 0``)."""
+    does; its train/dev split is left to the caller (``--dev-ratio 0``)."""
     stage, command = f"{name}: {shape} file to problem records", f"{name}_preproc"
     if shape == "taco":
         out_dir = steps.taco_to_problems(
@@ -128,7 +128,7 @@ def procedural_problems(run: Run) -> dict[str, Path]:
         p.get("dev", 0),
         "--heldout",
         run.cfg.heldout_problems,
-        "--heldout_families",
+        "--heldout-families",
         p.get("heldout_families", 0),
         "--seed",
         p.get("seed", 0),
@@ -364,7 +364,7 @@ def check_arm(run: Run) -> None:
     if theirs is not None and theirs != mine:
         raise ValueError(
             f"{path}: this run directory is arm {theirs['arm']!r} with train_seed {theirs['train_seed']}, "
-            f"not arm {mine['arm']!r} with train_seed {mine['train_seed']}; use another --run_dir (or --new)"
+            f"not arm {mine['arm']!r} with train_seed {mine['train_seed']}; use another --run-dir (or --new)"
         )
     if not path.exists():
         rundir.write_atomically(path, json.dumps(mine))
@@ -396,7 +396,7 @@ def grpo(run: Run, parquet_dir: Path, model: Path) -> Path:
 def head_size(cfg: QuickstartConfig) -> tuple[int, int, str]:
     """CPUs and GPUs of the run's private Ray head, and why that many GPUs: the trainer's CPU
     platform asks Ray for fake GPUs (the profile's ``ray.num_gpus``); a GPU profile's head offers
-    the GPUs found here, or ``--num_gpus``."""
+    the GPUs found here, or ``--num-gpus``."""
     from cobalt.train.profile import load_profile
 
     profile = load_profile(cfg.train_profile)
@@ -591,7 +591,7 @@ def main(argv=None) -> int:
 
 def with_method(cfg: QuickstartConfig, method: str, explicit: bool) -> QuickstartConfig:
     """The settings with the GRPO profile of ``method``: an online method's is
-    ``<method>_<train_profile>`` unless ``--train_profile`` (``explicit``) names one; ConfigError when
+    ``<method>_<train_profile>`` unless ``--train-profile`` (``explicit``) names one; ConfigError when
     the profile trains another method or the method has no profile for this run."""
     if method != "cobalt" and not explicit:
         name = f"{method}_{cfg.train_profile}"
