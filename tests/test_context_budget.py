@@ -39,3 +39,12 @@ def test_the_papers_eight_turns_are_cut_at_16k_and_fit_the_models_own_window(tmp
     unknown = estimate({"lcb": lcb}, context=None, model="Org/not-local", **args)
     assert unknown["context"] is None and "turns_fit" not in unknown["files"]["lcb"]
     assert unknown["files"]["lcb"]["needed_at_last_turn"]["max"] > 16384
+
+
+def test_a_run_of_max_problems_counts_only_the_problems_it_keeps(tmp_path):
+    lcb = lcb_file(tmp_path / "test6.jsonl", limit=3)
+    args = {"context": 16384, "model": "unused", "answer_budget": 6144, "thinking": True, "turns": 8}
+    every = estimate({"lcb": lcb}, **args)["files"]["lcb"]
+    kept = estimate({"lcb": lcb}, limit=2, **args)["files"]["lcb"]
+    assert (every["problems"], every["problems_that_may_be_cut"]) == (3, 3)
+    assert (kept["problems"], kept["problems_that_may_be_cut"]) == (2, 2)

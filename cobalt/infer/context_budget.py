@@ -64,9 +64,10 @@ def model_context(model: str | Path) -> int | None:
 
 
 def estimate(files: dict[str, str], *, context: int | None, model: str, answer_budget: int, thinking: bool,
-             turns: int) -> dict:  # fmt: skip
-    """Per problem file: its prompt lengths, the turns that fit for the median and the longest
-    prompt, and how many problems would lose a turn of ``turns``."""
+             turns: int, limit: int | None = None) -> dict:  # fmt: skip
+    """Per problem file (its first ``limit`` problems, as a run with ``max_problems`` keeps): its
+    prompt lengths, the turns that fit for the median and the longest prompt, and how many problems
+    would lose a turn of ``turns``."""
     source = "the engine's max_model_len"
     if context is None:
         context, source = model_context(model), "the model's own (config.json)"
@@ -76,7 +77,7 @@ def estimate(files: dict[str, str], *, context: int | None, model: str, answer_b
            "per_turn_tokens": per_turn, "turns": turns, "tokens": f"estimated, {CHARS_PER_TOKEN:g} characters a token",
            "files": {}}  # fmt: skip
     for name, path in files.items():
-        prompts = sorted(prompt_tokens(path))
+        prompts = sorted(prompt_tokens(path)[:limit])
         if not prompts:
             continue
         median, longest = int(statistics.median(prompts)), prompts[-1]

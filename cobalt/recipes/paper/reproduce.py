@@ -692,6 +692,7 @@ def context_budget(cfg: PaperConfig, inputs: Inputs) -> dict:
             answer_budget=int(sampling(cfg)["max_tokens"]),
             thinking=bool(sampling(cfg)["enable_thinking"]),
             turns=cfg.eval_turns,
+            limit=cfg.max_problems or None,
         )
     except DataError as e:
         return {"error": str(e)}
