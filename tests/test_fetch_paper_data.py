@@ -91,7 +91,7 @@ def test_the_fetched_files_are_checked_and_the_printed_dry_run_estimates_their_r
     )
     assert f"{lcb}: 3 rows" in proc.stdout
     command = proc.stdout.strip().splitlines()[-1]
-    assert command.endswith(f"--profile multi_turn_qwen3_8b --taco {taco} --lcb {lcb} --dry-run")
+    assert command.endswith(f"--profile multi_turn_qwen3_8b --taco {taco} --lcb {lcb} --model DIR --dry-run")
     assert dry_run_estimate(command, tmp_path)["problems"] == {"train": 5, "dev": 1, "lcb": 3}
 
 

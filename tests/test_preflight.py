@@ -401,3 +401,20 @@ def test_the_dry_run_reads_the_checks_and_ends_with_the_wall_hours_and_json_is_o
     assert document["estimate"]["total"] == total
     levels = {check["what"]: check["level"] for check in document["preflight"]}
     assert levels["GPUs"] == "fail" and levels["attention"] == "ok" and "batch" in levels
+
+
+def test_the_hubs_error_is_shown_in_whole_words(monkeypatch):
+    import huggingface_hub
+
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    message = (
+        "Cannot reach https://huggingface.co/api/models/Qwen/Qwen3-8B: " + "connection refused by proxy " * 4
+    )
+
+    def refuse(self, *args, **kwargs):
+        raise OSError(message.strip())
+
+    monkeypatch.setattr(huggingface_hub.HfApi, "model_info", refuse)
+    check = preflight.check_model("Qwen/Qwen3-8B", False)
+    reason = check.line.split("(", 1)[1].split("): ", 1)[0]
+    assert check.level == "fail" and reason == message.strip()  # 174 characters, whole

@@ -108,7 +108,7 @@ def checked(source: Source, files: list[Path], out: Path) -> tuple[Path, int]:
 def reproduce_command(flags: list[str]) -> str:
     script = ROOT / "scripts/reproduce_paper.sh"
     shown = os.path.relpath(script) if Path.cwd().resolve() == ROOT else str(script)
-    words = ["bash", shown, "--profile", "multi_turn_qwen3_8b", *flags, "--dry-run"]
+    words = ["bash", shown, "--profile", "multi_turn_qwen3_8b", *flags, "--model", "DIR", "--dry-run"]
     return " ".join(shlex.quote(word) for word in words)
 
 
@@ -136,7 +136,10 @@ def main(argv=None) -> int:
     except DataError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
-    print("[fetch] done; the dry run (then the same without --dry-run, with --model DIR):")
+    print(
+        "[fetch] done; the dry run, DIR the base model's directory (hf download Qwen/Qwen3-8B --local-dir DIR), "
+        "then the same without --dry-run:"
+    )
     print(reproduce_command(flags))
     return 0
 

@@ -21,6 +21,7 @@ import math
 import os
 import shutil
 import subprocess
+import textwrap
 from pathlib import Path
 
 from cobalt.train.profile import ONLINE_METHODS
@@ -184,7 +185,8 @@ def check_model(model: str, rehearse: bool) -> Check:
 
         info = HfApi().model_info(model, timeout=8, files_metadata=False)
     except Exception as e:  # no network, no access (gated), no such model
-        reason = str(e).strip().splitlines()[0][:120] if str(e).strip() else type(e).__name__
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        reason = textwrap.shorten(first, 200, placeholder=" …")  # whole words, never cut mid-word
         return Check("fail", what, f"{model}: the hub does not answer ({reason}): {fetch}")
     return Check("ok", what, f"{info.id} on the hub (downloaded at first use, ~16 GB for an 8B model)")
 
