@@ -241,9 +241,11 @@ def test_the_engine_of_every_stage_gets_the_context(tmp_path):
     assert engine == {**paper, "max_model_len": 16384}
 
 
-def paper_cost(tmp_path, grpo_overrides=(), num_gpus=None, **files):
+def paper_cost(tmp_path, grpo_overrides=(), num_gpus=None, evaluator_config="evaluator", **files):
     cfg = dataclasses.replace(
-        from_dict(PaperConfig, load_config("paper")), grpo_overrides=list(grpo_overrides)
+        from_dict(PaperConfig, load_config("paper")),
+        grpo_overrides=list(grpo_overrides),
+        evaluator_config=evaluator_config,
     )
     inputs = Inputs("multi_turn_qwen3_8b", num_gpus=num_gpus, **{k: str(v) for k, v in files.items()})
     return preflight.estimate(cfg, inputs, load_profile("multi_turn_qwen3_8b").overrides, False)
@@ -293,19 +295,22 @@ def test_the_gpu_count_follows_the_overrides_and_inference_uses_every_gpu(tmp_pa
     def hours(cost, *names):
         return sum(s["gpu_hours"] for name, s in cost["stages"].items() if name.startswith(names))
 
+    def gpu_wall(cost):  # the wall hours without the evaluator's (the test below)
+        return cost["total"]["wall_hours"] - cost["total"]["evaluator_hours"]
+
     four = paper_cost(tmp_path, taco=taco, lcb=lcb)  # the profile's 4 GPUs, and no more here
     assert four["total"]["gpus"] == {"training": 4, "inference": 4}
-    assert four["total"]["wall_hours"] == pytest.approx(four["total"]["gpu_hours"] / 4, abs=0.1)
+    assert gpu_wall(four) == pytest.approx(four["total"]["gpu_hours"] / 4, abs=0.1)
     eight = paper_cost(tmp_path, ["trainer.n_gpus_per_node=8"], taco=taco, lcb=lcb)
     assert eight["total"]["gpus"] == {"training": 8, "inference": 8}
-    assert eight["total"]["wall_hours"] == pytest.approx(eight["total"]["gpu_hours"] / 8, abs=0.1)
+    assert gpu_wall(eight) == pytest.approx(eight["total"]["gpu_hours"] / 8, abs=0.1)
     nodes = paper_cost(tmp_path, ["trainer.n_gpus_per_node=8", "trainer.nnodes=2"], taco=taco, lcb=lcb)
     assert nodes["total"]["gpus"]["training"] == 16
     # the profile's 4 GPUs train; a node of 8 (--num_gpus) runs inference on all 8
     node = paper_cost(tmp_path, num_gpus=8, taco=taco, lcb=lcb)
     inference = hours(node, "trajectories", "evaluation")
     assert node["total"]["gpus"] == {"training": 4, "inference": 8}
-    assert node["total"]["wall_hours"] == pytest.approx(hours(node, "GRPO") / 4 + inference / 8, abs=0.1)
+    assert gpu_wall(node) == pytest.approx(hours(node, "GRPO") / 4 + inference / 8, abs=0.1)
     assert preflight.gpus_needed(load_profile("multi_turn_qwen3_8b").overrides, ["trainer.nnodes=2"]) == (
         4,
         2,
@@ -418,3 +423,21 @@ def test_the_hubs_error_is_shown_in_whole_words(monkeypatch):
     check = preflight.check_model("Qwen/Qwen3-8B", False)
     reason = check.line.split("(", 1)[1].split("): ", 1)[0]
     assert check.level == "fail" and reason == message.strip()  # 174 characters, whole
+
+
+def test_the_wall_hours_include_the_evaluators_time_at_its_size(tmp_path):
+    """A GRPO step waits for its rewards: its steps times the step's core-seconds over the
+    evaluator's CPUs add to the wall hours (issue 59)."""
+    taco, lcb = tmp_path / "taco.jsonl", tmp_path / "lcb.jsonl"
+    taco.write_text("{}\n" * 1111)
+    lcb.write_text("{}\n" * 200)
+    small = paper_cost(tmp_path, taco=taco, lcb=lcb)  # configs/evaluator.yaml: 2 CPUs
+    steps = small["stages"]["GRPO"]["steps_at_most"]
+    core_s = small["evaluator_per_grpo_step"]["core_seconds"]
+    assert small["total"]["evaluator_hours"] == pytest.approx(steps * core_s / 2 / 3600, abs=0.1)
+    assert small["total"]["evaluator_hours"] > 30  # 80 steps of ~29 min
+    big = paper_cost(tmp_path, taco=taco, lcb=lcb, evaluator_config="evaluator_paper")  # 80 CPUs
+    assert big["total"]["evaluator_hours"] == pytest.approx(steps * core_s / 80 / 3600, abs=0.1)
+    assert small["total"]["wall_hours"] - big["total"]["wall_hours"] == pytest.approx(
+        small["total"]["evaluator_hours"] - big["total"]["evaluator_hours"], abs=0.1
+    )

@@ -478,6 +478,12 @@ def estimate(cfg, inputs, overrides: dict, single_turn: bool, method: str = "cob
     ran_on = ["training" if name == "GRPO" else "inference" for name in stages]
     programs = evaluator_programs(setting, method)
     core_s = programs * TESTS_PER_PROGRAM / TESTS_PER_S_PER_CORE
+    cpus = evaluator_cpus(cfg.evaluator_config)
+    # a step waits for its rewards: the evaluator's time adds to GRPO's (an upper bound where
+    # scoring overlaps generation)
+    evaluator_hours = round(stages["GRPO"]["steps_at_most"] * core_s / cpus / 3600, 1)
+    stages["GRPO"]["evaluator_hours"] = evaluator_hours
+    gpu_wall = sum(s["gpu_hours"] / gpus[on] for on, s in zip(ran_on, stages.values()))
     return {
         "problems": {"train": train, "dev": dev, "lcb": lcb},
         "assumptions": assumptions(budget),
@@ -485,7 +491,8 @@ def estimate(cfg, inputs, overrides: dict, single_turn: bool, method: str = "cob
         "total": {
             "gpu_hours": round(sum(s["gpu_hours"] for s in stages.values()), 1),
             "gpus": gpus,
-            "wall_hours": round(sum(s["gpu_hours"] / gpus[on] for on, s in zip(ran_on, stages.values())), 1),
+            "wall_hours": round(gpu_wall + evaluator_hours, 1),
+            "evaluator_hours": evaluator_hours,
             "disk_gb": round(
                 16 + sum(s["disk_gb"] for s in stages.values()), 1
             ),  # + the base model's weights
@@ -495,6 +502,7 @@ def estimate(cfg, inputs, overrides: dict, single_turn: bool, method: str = "cob
             "tests": programs * TESTS_PER_PROGRAM,
             "core_seconds": round(core_s),
             "cores_for_a_minute": math.ceil(core_s / 60),
+            "evaluator": f"{cfg.evaluator_config}: {cpus} CPUs, ~{core_s / cpus / 60:.1f} min a step",
         },
         "per_example": per_example(setting, method, single_turn, budget, gpus["training"]),
     }
@@ -516,13 +524,18 @@ def check_disk(root: Path, needed_gb: float) -> Check:
     return Check("ok", "disk", line)
 
 
-def check_evaluator(config_name: str, per_step: dict, cpus: int | None) -> Check:
-    """The evaluator layout against a GRPO step's programs, and against the CPUs of a private head
-    (``cpus``; None on a cluster joined with --address)."""
+def evaluator_cpus(config_name: str) -> int:
+    """CPUs an evaluator config's replicas hold."""
     from cobalt.serve.evaluator import load_evaluator_config
 
     serve = load_evaluator_config(config_name)[1]
-    reserved = serve.num_replicas * serve.num_cpus
+    return serve.num_replicas * serve.num_cpus
+
+
+def check_evaluator(config_name: str, per_step: dict, cpus: int | None) -> Check:
+    """The evaluator layout against a GRPO step's programs, and against the CPUs of a private head
+    (``cpus``; None on a cluster joined with --address)."""
+    reserved = evaluator_cpus(config_name)
     minutes = per_step["core_seconds"] / reserved / 60
     line = (
         f"a GRPO step judges {per_step['programs']:,} programs (~{per_step['tests']:,} tests, "
@@ -540,8 +553,9 @@ def check_evaluator(config_name: str, per_step: dict, cpus: int | None) -> Check
         return Check(
             "warn",
             "evaluator",
-            f"{line}: on a cluster with {per_step['cores_for_a_minute']} free CPUs, "
-            "--evaluator-config evaluator_paper (80 CPUs) takes less",
+            f"{line} (the estimate's evaluator hours): with more CPUs for it, on this node or a joined "
+            f"cluster, pass --evaluator-config evaluator_paper (80 CPUs: "
+            f"~{per_step['core_seconds'] / 80 / 60:.1f} min a step)",
         )
     return Check("ok", "evaluator", line)
 
