@@ -83,10 +83,12 @@ def test_without_flash_attn_the_paper_profile_trains_with_sdpa_and_the_dry_run_s
 
 
 def test_the_paper_chains_dry_run_says_which_attention_it_will_use(tmp_path, fake_flash_attn):
+    from data_fixtures import lcb_file, taco_file
+
     paper = "--profile multi_turn_qwen3_8b --taco t.jsonl --lcb l.jsonl --dry-run"
     cmd = ["bash", str(ROOT / "scripts/reproduce_paper.sh"), *paper.split()]
-    for name in ("t.jsonl", "l.jsonl"):  # the estimate counts their rows: they must exist
-        (tmp_path / name).write_text("{}\n")
+    taco_file(tmp_path / "t.jsonl", limit=2)  # each file of its dataset's shape (the dry run checks)
+    lcb_file(tmp_path / "l.jsonl", limit=2, start=2)
 
     def attention(env):
         proc = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
