@@ -289,17 +289,21 @@ def problem_counts(cfg, inputs) -> tuple[int, int, int]:
     return train, dev, lcb
 
 
-def training_rows(cfg, inputs, single_turn: bool, method: str) -> tuple[int, str]:
-    """The most training rows the chain can give GRPO, and how they are counted: a row per problem
-    online or single-turn, at most :data:`MAX_BANDIT_PER_PROBLEM` bandit prompts a problem (plus
-    the perturbed share) for COBALT."""
-    train = problem_counts(cfg, inputs)[0]
+def rows_per_problem(cfg, single_turn: bool, method: str) -> float:
+    """GRPO's training rows a problem gives, at most: one online or single-turn, up to
+    :data:`MAX_BANDIT_PER_PROBLEM` bandit prompts (plus the perturbed share) for COBALT."""
     if single_turn or method in ONLINE_METHODS:
+        return 1
+    return MAX_BANDIT_PER_PROBLEM * (1 + cfg.perturbed_ratio)
+
+
+def training_rows(cfg, inputs, single_turn: bool, method: str) -> tuple[int, str]:
+    """The most training rows the chain can give GRPO, and how they are counted."""
+    train, per_problem = problem_counts(cfg, inputs)[0], rows_per_problem(cfg, single_turn, method)
+    if per_problem == 1:
         return train, f"{train} training problems, one row each"
-    per_problem = MAX_BANDIT_PER_PROBLEM * (1 + cfg.perturbed_ratio)
-    return math.floor(
-        train * per_problem
-    ), f"{train} training problems, at most {per_problem:g} bandit prompts each"
+    counted = f"{train} training problems, at most {per_problem:g} bandit prompts each"
+    return math.floor(train * per_problem), counted
 
 
 def check_batch(cfg, inputs, overrides: dict, single_turn: bool, method: str) -> Check:
@@ -469,7 +473,7 @@ def estimate(cfg, inputs, overrides: dict, single_turn: bool, method: str = "cob
         stages["trajectories (true and perturbed feedback)"] = generation_cost(
             2 * train * cfg.trajectory_samples, cfg.trajectory_turns, budget
         )
-    per_problem = 1 if single_turn or online else MAX_BANDIT_PER_PROBLEM * (1 + cfg.perturbed_ratio)
+    per_problem = rows_per_problem(cfg, single_turn, method)
     stages["GRPO"] = grpo_cost(setting, train * per_problem, budget, rows_per_response(setting, method))
     for model in ("base", "trained"):
         stages[f"evaluation ({model}: LiveCodeBench and TACO-dev)"] = generation_cost(
@@ -535,7 +539,7 @@ def evaluator_cpus(config_name: str) -> int:
 def check_evaluator(config_name: str, per_step: dict, cpus: int | None) -> Check:
     """The evaluator layout against a GRPO step's programs, and against the CPUs of a private head
     (``cpus``; None on a cluster joined with --address)."""
-    reserved = evaluator_cpus(config_name)
+    reserved, paper = evaluator_cpus(config_name), evaluator_cpus("evaluator_paper")
     minutes = per_step["core_seconds"] / reserved / 60
     line = (
         f"a GRPO step judges {per_step['programs']:,} programs (~{per_step['tests']:,} tests, "
@@ -554,8 +558,8 @@ def check_evaluator(config_name: str, per_step: dict, cpus: int | None) -> Check
             "warn",
             "evaluator",
             f"{line} (the estimate's evaluator hours): with more CPUs for it, on this node or a joined "
-            f"cluster, pass --evaluator-config evaluator_paper (80 CPUs: "
-            f"~{per_step['core_seconds'] / 80 / 60:.1f} min a step)",
+            f"cluster, pass --evaluator-config evaluator_paper ({paper} CPUs: "
+            f"~{per_step['core_seconds'] / paper / 60:.1f} min a step)",
         )
     return Check("ok", "evaluator", line)
 
