@@ -1,6 +1,7 @@
-"""A rehearsal step with and without transparent huge pages for glibc's mapped buffers.
+"""A rehearsal step under three settings of glibc's allocator for the FSDP ranks.
 
     .venv/bin/python bench/bench_rehearsal_malloc.py [--profile P] [--rehearse-prompts PARQUET]
+        [--variants NAME ...]
 
 The rehearsal maps every buffer above 128 KiB afresh (``MALLOC_MMAP_THRESHOLD_``, which keeps the
 FSDP ranks' heap flat) and so faults in every page of every logits and activation buffer: on
@@ -8,8 +9,10 @@ FSDP ranks' heap flat) and so faults in every page of every logits and activatio
 therefore sets ``GLIBC_TUNABLES=glibc.malloc.hugetlb=1`` (glibc >= 2.35 asks for transparent huge
 pages on those mappings). This bench runs the same rehearsal step both ways, one after the other,
 each from a copy of ``configs/`` (``COBALT_CONFIG_DIR``) that differs only in that variable, and
-prints the step's phases, the ranks' user and kernel CPU seconds, their page faults, and each
-figure's ratio to the baseline: the same step on 4 KiB pages (the rehearsal before the tunable).
+prints the step's phases, the ranks' user and kernel CPU seconds, their page faults, the machine's
+peak memory in use, and each figure's ratio to the baseline: the same step on 4 KiB pages (the
+rehearsal before the tunable). The third setting drops the fixed threshold: glibc's own (which
+rises to the size of the buffers freed) serves repeated buffers from the heap without faults.
 """
 
 from __future__ import annotations
@@ -30,21 +33,30 @@ from cobalt.common.cli import ArgumentParser
 
 ROOT = Path(__file__).resolve().parents[1]
 PHASES = ("gen", "old_log_prob", "ref", "update_actor", "step")
-VARIANTS = {"4 KiB pages (baseline)": None, "huge pages (configured)": "glibc.malloc.hugetlb=1"}
+HUGE_PAGES = "glibc.malloc.hugetlb=1"
+# name -> the rehearsal env's allocator variables (absent: unset)
+VARIANTS = {
+    "4k-pages": {"MALLOC_MMAP_THRESHOLD_": "131072"},  # the baseline: the rehearsal before the tunable
+    "huge-pages": {"MALLOC_MMAP_THRESHOLD_": "131072", "GLIBC_TUNABLES": HUGE_PAGES},
+    "glibc-threshold": {"GLIBC_TUNABLES": HUGE_PAGES},  # huge pages, glibc's own mmap threshold
+}
+ALLOCATOR_VARIABLES = ("MALLOC_MMAP_THRESHOLD_", "GLIBC_TUNABLES")
 
 
 class RankSampler(threading.Thread):
     """CPU seconds (user, kernel) and minor page faults of veRL's FSDP workers, sampled every 2 s
-    (a worker's last sample stands once it has exited)."""
+    (a worker's last sample stands once it has exited), and the machine's peak memory in use."""
 
     def __init__(self):
         super().__init__(daemon=True)
         self.seen: dict[str, tuple[float, float, int]] = {}
+        self.peak_used_gib = 0.0
         self.done = threading.Event()
 
     def run(self):
         tick = os.sysconf("SC_CLK_TCK")
         while not self.done.wait(2):
+            self.peak_used_gib = max(self.peak_used_gib, memory_used_gib())
             for pid in filter(str.isdigit, os.listdir("/proc")):
                 try:
                     if not Path(f"/proc/{pid}/cmdline").read_bytes().startswith(b"ray::WorkerDict"):
@@ -59,17 +71,25 @@ class RankSampler(threading.Thread):
             "ranks_user_s": sum(v[0] for v in self.seen.values()),
             "ranks_kernel_s": sum(v[1] for v in self.seen.values()),
             "ranks_page_faults_M": sum(v[2] for v in self.seen.values()) / 1e6,
+            "peak_used_gib": self.peak_used_gib,
         }
 
 
-def config_copy(tunable: str | None, into: Path) -> Path:
+def memory_used_gib() -> float:
+    """MemTotal - MemAvailable, as ``free`` counts "used"."""
+    fields = dict(line.split(":", 1) for line in Path("/proc/meminfo").read_text().splitlines())
+    kib = lambda name: int(fields[name].split()[0])  # noqa: E731
+    return (kib("MemTotal") - kib("MemAvailable")) / 2**20
+
+
+def config_copy(allocator: dict[str, str], into: Path) -> Path:
     configs = into / "configs"
     shutil.copytree(ROOT / "configs", configs)
     path = configs / "rehearsal.yaml"
     spec = yaml.safe_load(path.read_text())
-    spec["env"].pop("GLIBC_TUNABLES", None)
-    if tunable:
-        spec["env"]["GLIBC_TUNABLES"] = tunable
+    for name in ALLOCATOR_VARIABLES:
+        spec["env"].pop(name, None)
+    spec["env"].update(allocator)
     path.write_text(yaml.safe_dump(spec, sort_keys=False))
     return configs
 
@@ -82,9 +102,10 @@ def step_metrics(log: str) -> dict:
     return json.loads(metrics.read_text().splitlines()[-1])["data"]
 
 
-def rehearse(profile: str, prompts: str | None, tunable: str | None, work: Path) -> dict:
-    env = dict(os.environ, COBALT_CONFIG_DIR=str(config_copy(tunable, work)), HOME=str(work / "home"))
-    env.pop("GLIBC_TUNABLES", None)  # the baseline takes none from the shell either
+def rehearse(profile: str, prompts: str | None, allocator: dict[str, str], work: Path) -> dict:
+    env = dict(os.environ, COBALT_CONFIG_DIR=str(config_copy(allocator, work)), HOME=str(work / "home"))
+    for name in ALLOCATOR_VARIABLES:  # none taken from the shell either
+        env.pop(name, None)
     (work / "home").mkdir()
     command = [sys.executable, "-m", "cobalt.train.launch", "--profile", profile, "--rehearse"]
     command += ["--rehearse-prompts", prompts] if prompts else []
@@ -112,15 +133,23 @@ def main(argv=None) -> int:
     parser.add_argument(
         "--workdir", help="where each run's configs, HOME and log go (default: a new temp dir)"
     )
+    parser.add_argument(
+        "--variants",
+        nargs="+",
+        choices=list(VARIANTS),
+        default=list(VARIANTS),
+        metavar="NAME",
+        help=f"the settings to run, the first the baseline (default: all: {' '.join(VARIANTS)})",
+    )
     args = parser.parse_args(argv)
     top = Path(args.workdir or tempfile.mkdtemp(prefix="bench-rehearsal-malloc-"))
     results = {}
-    for i, (name, tunable) in enumerate(VARIANTS.items()):
+    for i, name in enumerate(args.variants):
         work = top / f"run{i}"
         work.mkdir(parents=True)
         print(f"{name}: rehearsing {args.profile} ({work})", flush=True)
-        results[name] = rehearse(args.profile, args.rehearse_prompts, tunable, work)
-    baseline = results[next(iter(VARIANTS))]
+        results[name] = rehearse(args.profile, args.rehearse_prompts, VARIANTS[name], work)
+    baseline = results[args.variants[0]]
     print(f"\n{'':28}" + "".join(f"{key:>22}" for key in baseline))
     for name, row in results.items():
         cells = "".join(f"{row[k]:>14.1f} ({row[k] / baseline[k]:4.2f}x)" for k in row)
