@@ -252,3 +252,16 @@ def test_a_connected_driver_still_stops_gracefully_on_sigterm(tmp_path):
     assert done.returncode == 0 and "STOPPED GRACEFULLY" in done.stdout, (
         done.stdout[-2000:] + done.stderr[-3000:]
     )
+
+
+def test_the_libraries_caches_are_one_dir_of_the_test_run_never_the_users(pytestconfig):
+    """vLLM's, Hugging Face datasets' and matplotlib's caches (those the caller did not set) go to
+    one directory of this test run: never the user's ~/.cache, and shared by the tests' fresh HOMEs,
+    so a vLLM engine of each test does not inspect its model class again (a 14 s subprocess)."""
+    from conftest import _CACHE_DIR, PRIVATE_CACHES
+
+    top, names = getattr(pytestconfig, _CACHE_DIR)
+    assert "VLLM_CACHE_ROOT" in PRIVATE_CACHES
+    for name in names:
+        assert Path(os.environ[name]).parent == Path(top), name
+    assert Path(top).is_dir() and Path.home() not in Path(top).parents
