@@ -3,16 +3,15 @@
     .venv/bin/python bench/bench_rehearsal_malloc.py [--profile P] [--rehearse-prompts PARQUET]
         [--variants NAME ...]
 
-The rehearsal maps every buffer above 128 KiB afresh (``MALLOC_MMAP_THRESHOLD_``, which keeps the
-FSDP ranks' heap flat) and so faults in every page of every logits and activation buffer: on
-4 KiB pages the ranks spent more CPU in the kernel than in PyTorch. ``configs/rehearsal.yaml``
-therefore sets ``GLIBC_TUNABLES=glibc.malloc.hugetlb=1`` (glibc >= 2.35 asks for transparent huge
-pages on those mappings). This bench runs the same rehearsal step both ways, one after the other,
-each from a copy of ``configs/`` (``COBALT_CONFIG_DIR``) that differs only in that variable, and
-prints the step's phases, the ranks' user and kernel CPU seconds, their page faults, the machine's
-peak memory in use, and each figure's ratio to the baseline: the same step on 4 KiB pages (the
-rehearsal before the tunable). The third setting drops the fixed threshold: glibc's own (which
-rises to the size of the buffers freed) serves repeated buffers from the heap without faults.
+The rehearsal once mapped every buffer above 128 KiB afresh (``MALLOC_MMAP_THRESHOLD_``, against
+heap growth in the FSDP ranks) and so faulted in every page of every logits and activation buffer;
+``GLIBC_TUNABLES=glibc.malloc.hugetlb=1`` (glibc >= 2.35) asks for transparent huge pages instead of
+4 KiB ones. ``configs/rehearsal.yaml`` now keeps glibc's own threshold (which rises to the size of
+the buffers freed, so repeated buffers come from the heap) with huge pages. This bench runs the
+same rehearsal step under each setting, one after the other, each from a copy of ``configs/``
+(``COBALT_CONFIG_DIR``) that differs only in those variables, and prints the step's phases, the
+ranks' user and kernel CPU seconds, their page faults, the machine's peak memory in use, and each
+figure's ratio to the first setting run (by default the fixed threshold on 4 KiB pages).
 """
 
 from __future__ import annotations
@@ -28,6 +27,7 @@ import time
 from pathlib import Path
 
 import yaml
+from bench_ci_load import memory_used_gib
 
 from cobalt.common.cli import ArgumentParser
 
@@ -73,13 +73,6 @@ class RankSampler(threading.Thread):
             "ranks_page_faults_M": sum(v[2] for v in self.seen.values()) / 1e6,
             "peak_used_gib": self.peak_used_gib,
         }
-
-
-def memory_used_gib() -> float:
-    """MemTotal - MemAvailable, as ``free`` counts "used"."""
-    fields = dict(line.split(":", 1) for line in Path("/proc/meminfo").read_text().splitlines())
-    kib = lambda name: int(fields[name].split()[0])  # noqa: E731
-    return (kib("MemTotal") - kib("MemAvailable")) / 2**20
 
 
 def config_copy(allocator: dict[str, str], into: Path) -> Path:
