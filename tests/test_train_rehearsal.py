@@ -226,6 +226,72 @@ def test_a_4_gpu_profile_on_2_cores_steps_on_2_ranks_after_verl_checks_its_numbe
     assert rehearsal.check_full_world(staged, hydra_overrides(staged.profile, None, []), lines.append) is None
     assert "accepts the profile's numbers at its 4 ranks; the step runs on 2" in lines[0]
     assert "2 cores, one rank per core" in lines[0]
+    assert "share of the batch: data.train_batch_size 128 -> 64" in lines[1]
+
+
+def responses_per_rank_per_mini_batch(overrides: dict) -> float:
+    ranks = int(overrides["trainer.n_gpus_per_node"]) * int(overrides.get("trainer.nnodes", 1))
+    mini = int(overrides["actor_rollout_ref.actor.ppo_mini_batch_size"])
+    return mini * int(overrides["actor_rollout_ref.rollout.n"]) / ranks
+
+
+def mini_batches_per_step(overrides: dict) -> int:
+    return int(overrides["data.train_batch_size"]) // int(
+        overrides["actor_rollout_ref.actor.ppo_mini_batch_size"]
+    )
+
+
+@pytest.mark.parametrize("name", ["multi_turn_qwen3_8b", "grpo_mt_qwen3_8b"])
+def test_fewer_ranks_step_on_a_gpu_ranks_share_of_the_batch_in_as_many_mini_batches(name, monkeypatch):
+    """A step on fewer ranks than the profile's (2 here, of 4 and of 8) cuts the batch in
+    proportion, so each rank rolls out and updates on exactly what a GPU rank would, in the same
+    number of mini-batches."""
+    monkeypatch.setattr(rehearsal, "machine_memory_gib", lambda: 24.0)
+    monkeypatch.setattr(rehearsal, "machine_cores", lambda: 2)
+    profile = load_profile(name)
+    staged = plan(profile)
+    gpu, step = profile.overrides, staged.profile.overrides
+    fewer = staged.layout[0] * staged.layout[1] // staged.ranks
+    assert staged.ranks == 2 and fewer in (2, 4)
+    assert responses_per_rank_per_mini_batch(step) == responses_per_rank_per_mini_batch(gpu)
+    assert mini_batches_per_step(step) == mini_batches_per_step(gpu)
+    for key in rehearsal.BATCH_KEYS:
+        assert (key, str(gpu[key]), str(int(gpu[key]) // fewer)) in staged.changes
+
+
+def test_the_full_world_check_judges_the_profiles_batch_not_the_share(monkeypatch):
+    from cobalt.train.launch import hydra_overrides
+
+    monkeypatch.setattr(rehearsal, "machine_memory_gib", lambda: 24.0)
+    monkeypatch.setattr(rehearsal, "machine_cores", lambda: 2)
+    judged = []
+    monkeypatch.setattr(rehearsal, "verl_batch_error", lambda overrides: judged.append(overrides))
+    staged = plan(load_profile("multi_turn_qwen3_8b"))
+    rehearsal.check_full_world(staged, hydra_overrides(staged.profile, None, []), lambda line: None)
+    last = {item.split("=", 1)[0]: item.split("=", 1)[1] for item in judged[0]}
+    assert (
+        last["data.train_batch_size"] == "128" and last["actor_rollout_ref.actor.ppo_mini_batch_size"] == "64"
+    )
+    assert last["trainer.n_gpus_per_node"] == "4"
+
+
+def test_a_world_size_or_batch_the_user_gives_is_never_cut(monkeypatch):
+    monkeypatch.setattr(rehearsal, "machine_memory_gib", lambda: 24.0)
+    monkeypatch.setattr(rehearsal, "machine_cores", lambda: 2)
+    profile = load_profile("multi_turn_qwen3_8b")
+    for extra in (["trainer.n_gpus_per_node=3"], ["data.train_batch_size=256"]):
+        staged = plan(profile, extra)
+        assert staged.batch_share == {}
+        assert staged.profile.overrides["data.train_batch_size"] == profile.overrides["data.train_batch_size"]
+
+
+def test_a_batch_that_does_not_divide_among_fewer_ranks_is_kept_whole():
+    batch = {"data.train_batch_size": 6, "actor_rollout_ref.actor.ppo_mini_batch_size": 3}
+    assert rehearsal.ranks_share(batch, 4) == {}
+    assert rehearsal.ranks_share(batch, 3) == {
+        "data.train_batch_size": (6, 2),
+        "actor_rollout_ref.actor.ppo_mini_batch_size": (3, 1),
+    }
 
 
 def test_an_8_gpu_profile_on_24_gib_rehearses_on_4_ranks_after_verl_checks_its_numbers_at_8(monkeypatch):

@@ -5,7 +5,8 @@ parallelism, ``train_batch_size``, ``rollout.n``, mini- and micro-batches, offlo
 on a tiny random model of the profile's family and short prompts, with what a CPU cannot honour
 turned off (``configs/rehearsal.yaml``). Every key the rehearsal changes is printed at start
 with the profile's value and the rehearsal's; every other key is the profile's, so veRL accepts or
-rejects the profile's numbers for its world size exactly as on the GPUs.
+rejects the profile's numbers for its world size exactly as on the GPUs. Where the machine steps
+fewer ranks than the profile's, each rank steps on a GPU rank's share of the batch (``ranks_share``).
 """
 
 from __future__ import annotations
@@ -53,6 +54,8 @@ class Rehearsal:
     prompts: Path  # the parquet whose prompts stand in for the profile's data (the demo set's)
     layout: tuple[int, int]  # the profile's (GPUs per node, nodes)
     ranks: int  # FSDP ranks the step runs on: the profile's, or fewer where memory is short
+    # keys cut to the share of ``ranks`` in the profile's batch: key -> (profile's value, step's value)
+    batch_share: dict[str, tuple[int, int]] = dataclasses.field(default_factory=dict)
 
 
 def model_family(model_path: str) -> str:
@@ -89,8 +92,13 @@ def plan(profile, extra: list[str] = (), prompts: str | None = None) -> Rehearsa
     ranks = ranks_that_fit(
         layout[0] * layout[1], machine_memory_gib(), float(spec["memory_per_rank_gib"]), machine_cores()
     )
+    batch_share = {}
     if ranks < layout[0] * layout[1]:
         overrides |= {"trainer.n_gpus_per_node": ranks, "trainer.nnodes": 1}
+        given = {item.split("=", 1)[0].lstrip("+") for item in extra}
+        if not given & {*BATCH_KEYS, "trainer.n_gpus_per_node", "trainer.nnodes"}:  # else the user's numbers
+            batch_share = ranks_share(profile.overrides, layout[0] * layout[1] // ranks)
+        overrides |= {key: step for key, (_, step) in batch_share.items()}
     for key in [key for key in overrides if key.endswith(".num_workers") and key in profile.overrides]:
         # fewer helper workers than the profile's, never more
         overrides[key] = min(int(overrides[key]), int(profile.overrides[key]))
@@ -133,7 +141,22 @@ def plan(profile, extra: list[str] = (), prompts: str | None = None) -> Rehearsa
         source,
         layout,
         ranks,
+        batch_share,
     )
+
+
+BATCH_KEYS = ("data.train_batch_size", "actor_rollout_ref.actor.ppo_mini_batch_size")
+
+
+def ranks_share(profile_overrides: dict, fewer: int) -> dict[str, tuple[int, int]]:
+    """The batch and mini-batch (prompts) divided by ``fewer``, the factor by which the step's ranks
+    are fewer than the profile's: each rank then rolls out, scores and updates on exactly a GPU
+    rank's share, in the same number of mini- and micro-batches. Empty (the whole batch, each rank
+    doing more) where the profile's numbers do not divide by ``fewer``."""
+    values = {key: profile_overrides.get(key) for key in BATCH_KEYS}
+    if any(value is None or int(value) % fewer for value in values.values()):
+        return {}
+    return {key: (int(value), int(value) // fewer) for key, value in values.items()}
 
 
 SHARDED_RANKS = 2  # the fewest ranks a multi-rank profile steps on where memory holds them
@@ -168,7 +191,10 @@ def check_full_world(rehearsal: Rehearsal, overrides: list[str], log=print) -> s
     per_node, nodes = rehearsal.layout
     if rehearsal.ranks == per_node * nodes:
         return None
-    full = [*overrides, override("trainer.n_gpus_per_node", per_node), override("trainer.nnodes", nodes)]
+    # the profile's batch where the rehearsal cut it; a later override (the user's) still wins
+    cut = {override(key, step): override(key, whole) for key, (whole, step) in rehearsal.batch_share.items()}
+    full = [cut.get(item, item) for item in overrides]
+    full += [override("trainer.n_gpus_per_node", per_node), override("trainer.nnodes", nodes)]
     error = verl_batch_error(full)
     if error is None:
         log(
@@ -177,6 +203,11 @@ def check_full_world(rehearsal: Rehearsal, overrides: list[str], log=print) -> s
             f"memory_per_rank_gib in configs/rehearsal.yaml; {machine_cores()} cores, one rank per core, at "
             f"least {SHARDED_RANKS})"
         )
+        if rehearsal.batch_share:
+            shares = ", ".join(
+                f"{key} {whole} -> {step}" for key, (whole, step) in rehearsal.batch_share.items()
+            )
+            log(f"each of the {rehearsal.ranks} ranks steps on a GPU rank's share of the batch: {shares}")
     return error
 
 
