@@ -52,7 +52,8 @@ if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$want" ]; then
   log "up to date ($VENV)"; exit 0
 fi
 if [ -n "$INSTALLED" ] && [ "$INSTALLED" != "$PROFILE" ]; then   # stderr: callers hide stdout
-  echo "[setup] switching $VENV from the $INSTALLED stack to $PROFILE (COBALT_PROFILE=$PROFILE)" >&2
+  switching=switching; [ "$DRY_RUN" = 0 ] || switching="a run would switch"
+  echo "[setup] $switching $VENV from the $INSTALLED stack to $PROFILE (COBALT_PROFILE=$PROFILE)" >&2
 fi
 [ "$DRY_RUN" = 0 ] || log "dry run of profile $PROFILE into $VENV with ${LOCK#"$ROOT"/}; nothing is changed"
 

@@ -68,6 +68,17 @@ def test_setup_plans_the_venvs_own_profile_when_none_is_named(tmp_path):
     assert stamps(venv) == {".cobalt-setup-gpu": "stale\n"} and not (venv / "calls.log").exists()
 
 
+def test_a_dry_run_says_it_would_switch_and_switches_nothing(tmp_path):
+    venv = gpu_venv(tmp_path, up_to_date_stamp("gpu"))
+    proc = subprocess.run(["bash", str(ROOT / "scripts/setup.sh"), "--dry-run"],
+                          env=env_for(venv, COBALT_PROFILE="cpu"), capture_output=True, text=True,
+                          timeout=120)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "a run would switch" in proc.stderr and "[setup] switching" not in proc.stderr
+    assert stamps(venv) == {".cobalt-setup-gpu": up_to_date_stamp("gpu") + "\n"}
+    assert not (venv / "calls.log").exists()
+
+
 def test_an_explicit_switch_is_announced_even_when_set_ups_output_is_hidden(tmp_path):
     venv = gpu_venv(tmp_path, up_to_date_stamp("gpu"))
     proc = subprocess.run(["bash", str(ROOT / "scripts/quickstart.sh"), "--help"],
