@@ -95,8 +95,8 @@ def plan(profile, extra: list[str] = (), prompts: str | None = None) -> Rehearsa
     batch_share = {}
     if ranks < layout[0] * layout[1]:
         overrides |= {"trainer.n_gpus_per_node": ranks, "trainer.nnodes": 1}
-        given = {item.split("=", 1)[0].lstrip("+") for item in extra}
-        if not given & {*BATCH_KEYS, "trainer.n_gpus_per_node", "trainer.nnodes"}:  # else the user's numbers
+        chosen = (*BATCH_KEYS, "trainer.n_gpus_per_node", "trainer.nnodes")
+        if all(override_value(list(extra), key) is None for key in chosen):  # else the user's numbers
             batch_share = ranks_share(profile.overrides, layout[0] * layout[1] // ranks)
         overrides |= {key: step for key, (_, step) in batch_share.items()}
     for key in [key for key in overrides if key.endswith(".num_workers") and key in profile.overrides]:
