@@ -2,22 +2,31 @@
 
 Under pytest-xdist (``scripts/test.sh`` asks for it), every test is one of:
 
-* **alone**: it starts a Ray cluster or veRL of its own (``slow`` without the session's cluster,
-  or ``memory_heavy``), or is marked ``alone`` (it loads the whole machine). Nothing runs beside it.
+* **alone**: it starts a Ray cluster of its own (``slow`` without the session's cluster), holds
+  most of the memory (``memory_heavy``), or is marked ``alone`` (it loads the whole machine).
+  Nothing runs beside it.
+* **a training run**: ``slow`` and ``train`` on a cluster of its own (the learning checks, the
+  quickstart, GRPO on two nodes). Its ranks and rollout servers leave about a fifth of the two
+  cores idle (docs/benchmarks.md), so light tests run beside it, but only on that idle share:
+  every light test runs at ``SCHED_IDLE``, which takes a CPU only when nothing else wants it. (At
+  nice 0 they took the CPU of Ray's workers, which run at nice 15: the learning checks ran 1.5-2x
+  longer.) Light tests marked ``timing`` (they assert wall-clock times) wait for it to end.
 * **on the cluster worker**: it uses the session's Ray head, evaluator or engine. These run on one
-  worker, after the alone ones (the same order as ``run_order``), so the session's cluster starts
-  once and never beside a training run; they may run beside light tests.
+  worker, after the alone ones and the training runs (the same order as ``run_order``), so the
+  session's cluster starts once and never beside a training run; they may run beside light tests.
 * **one worker per module**: marked ``one_worker`` (its tests count the processes of the module's
   own sandbox uids, which another worker's test of that module would run).
 * **light**: anything else, on any worker, two at a time.
 
-Alone tests and the cluster worker's tests form one group, so they run in their ``run_order`` on
-one worker: the workers write each test's group to a file as they collect, and the scheduler
+Alone tests, training runs and the cluster worker's tests form one group, so they run in their
+``run_order`` on one worker: the workers write each test's group to a file as they collect, and the scheduler
 (:class:`GroupScheduling`, xdist's scope scheduling with those groups as its scopes) reads it. (xdist's
 own ``loadgroup`` renames node ids, which pytest 9.2 ignores.) "Alone" is a machine-wide
 readers-writer lock on two files: a light test holds the room shared, an alone test holds it
 exclusively; the turnstile keeps a waiting alone test from being starved by a stream of light
-ones. Without xdist nothing is locked.
+ones. A training run holds a second room ("quiet") the same way against the ``timing`` tests, and
+notes in a file that it runs, so that a light test beside it is not judged on its time
+(tests/time_budget.py). Without xdist nothing is locked.
 """
 
 from __future__ import annotations
@@ -43,12 +52,22 @@ def uses_session_cluster(item) -> bool:
 
 
 def runs_alone(item) -> bool:
-    """Nothing may run beside it: the paper chain's memory, a training run's cores, a cluster or a
-    load of its own, or a count of the machine's processes (marked ``alone``)."""
+    """Nothing may run beside it: the paper chain's memory, a cluster or a load of its own, or a
+    count of the machine's processes (marked ``alone``)."""
     keywords = set(item.keywords)
     if "memory_heavy" in keywords or "alone" in keywords:
         return True
-    return "slow" in keywords and not uses_session_cluster(item)
+    return "slow" in keywords and not uses_session_cluster(item) and not is_training_run(item)
+
+
+def is_training_run(item) -> bool:
+    """A whole training run on a cluster of its own: light tests beside it, at SCHED_IDLE."""
+    keywords = set(item.keywords)
+    return (
+        {"train", "slow"} <= keywords
+        and not {"memory_heavy", "alone"} & keywords
+        and not uses_session_cluster(item)
+    )
 
 
 def run_order(item) -> int:
@@ -71,6 +90,9 @@ def pytest_configure(config):
         "markers",
         "one_worker: counts the processes of its module's sandbox uids: the module's tests run on one worker",
     )
+    config.addinivalue_line(
+        "markers", "timing: asserts wall-clock times: never beside a training run, never at SCHED_IDLE"
+    )
     if is_controller(config) and distributed(config):
         # the workers inherit the variable: a directory of this run's own, never an outer run's
         # (a test that runs pytest on two workers must not queue behind the lock its own test holds)
@@ -92,7 +114,7 @@ def distributed(config) -> bool:
 
 def group_of(item) -> str | None:
     """The group whose tests run on one worker, in order; None: the test goes anywhere."""
-    if runs_alone(item) or uses_session_cluster(item):
+    if runs_alone(item) or is_training_run(item) or uses_session_cluster(item):
         return HEAVY_GROUP
     if "one_worker" in item.keywords:
         return Path(str(item.path)).stem
@@ -146,27 +168,100 @@ def _flock(path: Path, mode: int):
 
 
 @contextmanager
-def machine_share(alone: bool):
-    """Hold the room: exclusively for an alone test, shared for the others."""
-    top = os.environ.get(LOCK_DIR_VARIABLE)
-    if not top:
-        yield
-        return
-    turnstile, room = Path(top) / "turnstile", Path(top) / "room"
-    if alone:
+def _room(top: Path, name: str, exclusive: bool):
+    """A readers-writer lock on the file ``name``, with a turnstile that keeps a waiting writer
+    from being starved by a stream of readers."""
+    turnstile, room = top / f"{name}.turnstile", top / name
+    if exclusive:
         with _flock(turnstile, fcntl.LOCK_EX), _flock(room, fcntl.LOCK_EX):
             yield
         return
     with _flock(turnstile, fcntl.LOCK_EX):
-        pass  # wait behind an alone test that is waiting for the room
+        pass  # wait behind a writer that is waiting for the room
     with _flock(room, fcntl.LOCK_SH):
         yield
+
+
+# {"running": bool, "runs": n}: is a training run in progress, and how many have begun
+TRAINING_FILE = "training.json"
+
+
+def training_state(top: Path) -> tuple[bool, int]:
+    try:
+        state = json.loads((top / TRAINING_FILE).read_text())
+        return bool(state["running"]), int(state["runs"])
+    except (OSError, ValueError, KeyError):
+        return False, 0
+
+
+def _note_training(top: Path, running: bool) -> None:
+    _, runs = training_state(top)
+    scratch = top / f"{TRAINING_FILE}.{os.getpid()}"
+    scratch.write_text(json.dumps({"running": running, "runs": runs + running}))
+    scratch.replace(top / TRAINING_FILE)
+
+
+_training_at_start = pytest.StashKey[tuple[bool, int]]()
+
+
+def ran_beside_training(item) -> bool:
+    """Did a training run overlap this (light) test? Its wall time then says little of it."""
+    top = os.environ.get(LOCK_DIR_VARIABLE)
+    if not top or _training_at_start not in item.stash or is_training_run(item):
+        return False
+    running_then, runs_then = item.stash[_training_at_start]
+    running_now, runs_now = training_state(Path(top))
+    return running_then or running_now or runs_now != runs_then
+
+
+@contextmanager
+def idle_priority():
+    """Run the calling thread (and what it starts) at SCHED_IDLE; back to SCHED_OTHER after."""
+    try:
+        os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+    except (AttributeError, OSError):  # not Linux, or not allowed: run as before
+        yield
+        return
+    try:
+        yield
+    finally:
+        os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
+
+
+@contextmanager
+def machine_share(item):
+    """Hold the rooms an item needs: an alone test the machine; a training run the quiet room, with
+    light tests beside it at SCHED_IDLE; the session cluster's and ``timing`` tests a share of both
+    rooms (at full priority); the other light tests a share of the machine, at SCHED_IDLE."""
+    top = os.environ.get(LOCK_DIR_VARIABLE)
+    if not top:
+        yield
+        return
+    top = Path(top)
+    if runs_alone(item):
+        with _room(top, "room", exclusive=True):
+            yield
+    elif is_training_run(item):
+        with _room(top, "quiet", exclusive=True):
+            _note_training(top, running=True)
+            try:
+                yield
+            finally:
+                _note_training(top, running=False)
+    elif "timing" in item.keywords or uses_session_cluster(item):  # at full priority, never beside training
+        with _room(top, "room", exclusive=False), _room(top, "quiet", exclusive=False):
+            item.stash[_training_at_start] = training_state(top)
+            yield
+    else:
+        with _room(top, "room", exclusive=False), idle_priority():
+            item.stash[_training_at_start] = training_state(top)
+            yield
 
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item, nextitem):
     if hasattr(item.config, "workerinput"):
-        with machine_share(runs_alone(item)):
+        with machine_share(item):
             yield
     else:
         yield

@@ -5,7 +5,8 @@ any other test gets ``default_s``. A test's time is its setup, call and teardown
 fixture's start-up is paid by the first test that asks for it).
 
 * A passing test that takes more than ``tolerance`` (1.5) times its scaled budget fails at
-  teardown, naming its time and budget.
+  teardown, naming its time and budget; a light test that ran beside a training run, at
+  SCHED_IDLE on what the run left idle (tests/run_alone.py), is not judged on its time.
 * A whole run that takes more than ``suite_limit_s`` (scaled) fails, naming its slowest tests.
 
 The scale is the machine's speed against the reference machine: a short calibration (a fixed
@@ -21,6 +22,7 @@ import time
 from pathlib import Path
 
 import pytest
+import run_alone
 import yaml
 
 BUDGETS_FILE = Path(__file__).with_name("time_budgets.yaml")
@@ -90,8 +92,8 @@ def pytest_runtest_makereport(item, call):
     item.stash[_spent] = spent
     if not report.passed:
         item.stash[_spent] = float("-inf")  # a failed or skipped test is not judged on its time
-    if report.when != "teardown" or spent < 0:
-        return
+    if report.when != "teardown" or spent < 0 or run_alone.ran_beside_training(item):
+        return  # a light test beside a training run ran at SCHED_IDLE: its time is the run's, not its own
     budgets = item.config._cobalt_budgets
     budget, limit = allowed_s(budgets, item.nodeid)
     if spent > limit:
