@@ -221,6 +221,7 @@ def _serve_env(address: str | None) -> dict:
     return env | ({"RAY_ADDRESS": address} if address else {})
 
 
+@pytest.mark.timing  # asserts wall-clock times: never beside a training run
 @pytest.mark.parametrize("address", ["nothing-listens", None])
 def test_evaluator_serve_without_a_cluster_stops_at_once_saying_what_to_start(tmp_path, address):
     import time

@@ -189,6 +189,7 @@ def test_the_preflight_flag_gates_a_job_on_the_checks(files):
     assert "preflight fail" not in rehearsal.stdout
 
 
+@pytest.mark.timing  # asserts wall-clock times: never beside a training run
 def test_a_real_run_stops_on_a_failed_check_before_its_first_stage_in_seconds(files, tmp_path):
     """--num_gpus 4 gets past the GPU count; the preflight still finds no NVIDIA driver here and a
     model it cannot fetch, and stops before any run directory exists."""

@@ -49,6 +49,7 @@ def _run_harness(code, inputs, limits, cwd):
     return _parse_results(done.stdout, done.stderr, done.returncode, len(inputs))
 
 
+@pytest.mark.timing  # asserts wall-clock times: never beside a training run
 def test_wall_backstop_ends_blocked_programs_but_not_computing_ones(tmp_path):
     # Regression: a correct program starved by a busy machine (CI) hit the wall backstop and was
     # reported as timed out. A short wall window stands in for the starvation here.

@@ -75,6 +75,7 @@ def test_the_harness_stops_a_request_that_cannot_fit_its_bound_any_more():
     ],
     ids=["sleeps", "waits-for-input"],
 )
+@pytest.mark.timing  # asserts wall-clock times: never beside a training run
 def test_a_program_that_blocks_ends_at_the_request_wall_backstop(program):
     cfg = dataclasses.replace(default_config(), request_wall_timeout_s=3.0, wall_timeout_s=60)
     before = REQUEST_OUTCOMES.snapshot()

@@ -128,6 +128,7 @@ def test_an_idle_sandbox_gives_its_slot_back(cfg):
         __import__("os").close(held[0])
 
 
+@pytest.mark.timing  # asserts wall-clock times: never beside a training run
 def test_concurrent_requests_each_get_a_sandbox_of_their_own(cfg):
     from concurrent.futures import ThreadPoolExecutor
 
@@ -139,6 +140,7 @@ def test_concurrent_requests_each_get_a_sandbox_of_their_own(cfg):
     assert len(idle_sandboxes(cfg)) == SLOTS and time.monotonic() - started < 10
 
 
+@pytest.mark.timing  # asserts wall-clock times: never beside a training run
 def test_a_request_with_no_record_ends_at_once(cfg):
     # its "end" line comes first in the stream (a bug once waited for the deadline there)
     started = time.monotonic()
@@ -146,6 +148,7 @@ def test_a_request_with_no_record_ends_at_once(cfg):
     assert time.monotonic() - started < 5 and idle_sandboxes(cfg)
 
 
+@pytest.mark.timing  # asserts wall-clock times: never beside a training run
 def test_idle_sandboxes_of_another_config_give_way_when_no_slot_is_free(cfg):
     one, other = (dataclasses.replace(cfg, slots=1, uid_base=base) for base in (63700, 63710))
     run_in_sandbox("print(1)", [""], one)

@@ -66,6 +66,7 @@ def test_retries_stop_after_the_attempts(monkeypatch):
     assert handle.calls == 3
 
 
+@pytest.mark.timing  # asserts wall-clock times: never beside a training run
 def test_retries_stop_at_the_deadline(monkeypatch):
     ev, handle = evaluator(
         monkeypatch,
