@@ -4,8 +4,8 @@ problems, with a tiny policy warmed up so that rewards vary within a group. Two 
 on two Ray nodes of one loopback cluster, two rollout replicas; three steps, a checkpoint of two
 shards that veRL's model merger turns into the saved Hugging Face model, then a resumed run that
 continues from it at the next step and the next batch of the dataloader -- asserted on the logged
-metrics and rollouts. Last, the inference commands serve the merged model from vLLM on Ray Serve
-and record every problem.
+metrics and rollouts. Last, the inference commands serve the merged model from two vLLM replicas
+on Ray Serve, one on each node, both answering, and record every problem.
 
 Multi-node: the launcher gets ``--address 127.0.0.1:PORT trainer.nnodes=2
 trainer.n_gpus_per_node=1`` and the cluster's token, but not RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0
@@ -25,6 +25,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 from train_fixtures import ENV, demo_data_and_policy, run
 
 from cobalt.common.jsonl import load_jsonl
@@ -138,20 +139,40 @@ def assert_merged_shards_equal_the_saved_model(actor: Path, out: Path) -> float:
     return seconds
 
 
+SPREAD_APP = "engine-spread"
+
+
+def spread_engine_config(path: Path, node_cpus: int) -> Path:
+    """configs/engine.yaml with two replicas, one on each node, under its own app name. A replica
+    reserves 1 CPU for its actor and its vLLM worker's bundle; a bundle of more than half a node
+    keeps two replicas off one node, with room left for the app's ingress and an evaluator replica."""
+    config = yaml.safe_load((ROOT / "configs/engine.yaml").read_text())
+    config["app_name"] = SPREAD_APP
+    llm = config["llm"]
+    llm["deployment_config"]["num_replicas"] = NODES
+    llm["placement_group_config"] = {"bundle_per_worker": {"CPU": node_cpus // 2 + 1}}
+    llm["runtime_env"]["env_vars"]["VLLM_CPU_KVCACHE_SPACE"] = "1"  # two engines on one machine
+    llm["engine_kwargs"]["enable_log_requests"] = True  # "Added request ..." in its worker's log
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+def requests_per_node(cluster) -> list[int]:
+    """Requests the vLLM engines of each node took: the "Added request" lines in its worker logs."""
+    node_dirs = [cluster.temp_dir, *(cluster.node_dir(i) for i in range(1, cluster.nodes))]
+    return [
+        sum(log.read_text(errors="replace").count("Added request") for log in logs)
+        for logs in (Path(d, "session_latest/logs").glob("worker-*") for d in node_dirs)
+    ]
+
+
 def inference_commands_on(model: Path, problems: Path, cluster, work: Path) -> float:
     """``run_single_turn.py`` then one feedback turn of ``run_multi_turn.py`` with ``model`` served
-    by the engine app on the cluster at ``address``: every problem recorded; their seconds."""
-    common = [
-        "--engine",
-        "serve",
-        "--model",
-        str(model),
-        "--address",
-        cluster.address,
-        "--evaluator",
-        "local",
-    ]
-    common += ["--max_tokens", "48"]
+    by two engine replicas, one on each node of the cluster: every problem recorded, both
+    replicas answered; their seconds."""
+    config = spread_engine_config(work / "engine_spread.yaml", cluster.num_cpus)
+    common = ["--engine", "serve", "--model", str(model), "--engine_config", str(config)]
+    common += ["--address", cluster.address, "--evaluator", "local", "--max_tokens", "48"]
     single, multi = work / "single.jsonl", work / "multi.jsonl"
     script = lambda name: str(ROOT / "scripts" / f"{name}.py")  # noqa: E731
     seconds = run(
@@ -172,7 +193,15 @@ def inference_commands_on(model: Path, problems: Path, cluster, work: Path) -> f
     assert all(r["usage"]["completion_tokens"] > 0 for r in load_jsonl(single))
     # (a conversation that passed at turn 0 asks for no feedback turn)
     assert sum(r["usage"]["completion_tokens"] for r in load_jsonl(multi)) > 0
-    assert "reusing the 'engine' app already serving 'merged'" in (work / "multi_turn.log").read_text()
+    assert f"reusing the '{SPREAD_APP}' app already serving 'merged'" in (work / "multi_turn.log").read_text()
+    driver = [sys.executable, str(ROOT / "tests/cluster_driver.py"), "--replicas", SPREAD_APP]
+    where = subprocess.run(driver, capture_output=True, text=True, timeout=300, env=cluster.head.child_env())
+    assert where.returncode == 0, where.stderr[-3000:]
+    report = json.loads(where.stdout.strip().splitlines()[-1])
+    engines = {name: node for name, node in report["replicas"].items() if "LLMServer" in name}
+    assert sorted(engines.values()) == report["nodes"], report  # one vLLM replica on each node
+    answered = requests_per_node(cluster)
+    assert all(answered) and sum(answered) >= len(ids), answered  # and both answered requests
     return seconds
 
 
