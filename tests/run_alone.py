@@ -10,7 +10,8 @@ Under pytest-xdist (``scripts/test.sh`` asks for it), every test is one of:
   cores idle (docs/benchmarks.md), so light tests run beside it, but only on that idle share:
   every light test runs at ``SCHED_IDLE``, which takes a CPU only when nothing else wants it. (At
   nice 0 they took the CPU of Ray's workers, which run at nice 15: the learning checks ran 1.5-2x
-  longer.) Light tests marked ``timing`` (they assert wall-clock times) wait for it to end.
+  longer.) Tests marked ``timing`` (they assert wall-clock times) run in the heavy group, after
+  the training runs, at full priority.
 * **on the cluster worker**: it uses the session's Ray head, evaluator or engine. These run on one
   worker, after the alone ones and the training runs (the same order as ``run_order``), so the
   session's cluster starts once and never beside a training run; they may run beside light tests.
@@ -112,12 +113,16 @@ def distributed(config) -> bool:
     return bool(getattr(config.option, "numprocesses", None)) and getattr(config.option, "dist", "no") != "no"
 
 
-def group_of(item) -> str | None:
-    """The group whose tests run on one worker, in order; None: the test goes anywhere."""
-    if runs_alone(item) or is_training_run(item) or uses_session_cluster(item):
+def group_of(item, timing_modules: frozenset[str] = frozenset()) -> str | None:
+    """The group whose tests run on one worker, in order; None: the test goes anywhere. A
+    ``timing`` test joins the heavy group, after the training runs (waiting for one elsewhere
+    would hold up its worker's light tests), and so does its module if that is ``one_worker``
+    (``timing_modules``)."""
+    module = Path(str(item.path)).stem
+    if runs_alone(item) or is_training_run(item) or uses_session_cluster(item) or "timing" in item.keywords:
         return HEAVY_GROUP
     if "one_worker" in item.keywords:
-        return Path(str(item.path)).stem
+        return HEAVY_GROUP if module in timing_modules else module
     return None
 
 
@@ -125,7 +130,8 @@ def pytest_collection_modifyitems(config, items):
     items.sort(key=run_order)
     top = os.environ.get(LOCK_DIR_VARIABLE)
     if top and hasattr(config, "workerinput"):  # every worker collects the same: the last write wins
-        groups = {item.nodeid: group for item in items if (group := group_of(item))}
+        timing = frozenset(Path(str(item.path)).stem for item in items if "timing" in item.keywords)
+        groups = {item.nodeid: group for item in items if (group := group_of(item, timing))}
         scratch = Path(top) / f"{GROUPS_FILE}.{config.workerinput['workerid']}"
         scratch.write_text(json.dumps(groups))
         scratch.replace(Path(top) / GROUPS_FILE)
