@@ -61,6 +61,7 @@ def run_dirs(cfg) -> list[Path]:
     return sorted(Path(cfg.scratch_root).glob("cobalt-scratch-*/slot-*/*"))
 
 
+@pytest.mark.timing  # asserts wall-clock times: never beside a training run
 @pytest.mark.skipif(not AS_ROOT, reason="sandboxes run as slot uids only when started as root")
 def test_a_killed_launcher_leaves_no_sandbox_and_the_next_run_removes_its_scratch(cfg):
     launcher = subprocess.Popen(
@@ -84,6 +85,7 @@ def test_a_killed_launcher_leaves_no_sandbox_and_the_next_run_removes_its_scratc
         launcher.wait()
 
 
+@pytest.mark.timing  # asserts wall-clock times: never beside a training run
 @pytest.mark.skipif(not AS_ROOT, reason="sandboxes run as slot uids only when started as root")
 def test_the_sweep_ends_what_free_slots_uids_still_run(cfg):
     # the machine's last slot: slot locks are machine-wide, and the other test worker's requests

@@ -103,6 +103,7 @@ def test_posix_message_queues_are_refused(cfg):
     assert result["stdout"] == "-1 1\n", result  # EPERM
 
 
+@pytest.mark.timing  # asserts wall-clock times: never beside a training run
 def test_a_request_past_its_deadline_discards_its_sandbox(cfg):
     run_in_sandbox("print(1)", [""], cfg)
     [first] = idle_sandboxes(cfg)
@@ -159,6 +160,7 @@ def test_idle_sandboxes_of_another_config_give_way_when_no_slot_is_free(cfg):
     assert idle_sandboxes(one) == [] and idle_sandboxes(other)
 
 
+@pytest.mark.timing  # asserts wall-clock times: never beside a training run
 def test_a_sandbox_that_died_while_idle_is_replaced_without_failing_a_request(cfg):
     import os
     import signal
