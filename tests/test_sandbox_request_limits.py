@@ -22,7 +22,6 @@ from cobalt.sandbox.runner import (
     run_in_sandbox,
 )
 
-pytestmark = pytest.mark.one_worker  # one sandbox slot per backend: two of its tests at once, one finds none
 GROUPS = request_cgroups(dataclasses.replace(default_config(), cgroups="auto"))
 needs_cgroups = pytest.mark.skipif(GROUPS is None, reason="no usable cgroups here (needs root)")
 
