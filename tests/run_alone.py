@@ -25,7 +25,7 @@ Alone tests, training runs and the cluster worker's tests form one group, so the
 own ``loadgroup`` renames node ids, which pytest 9.2 ignores.) "Alone" is a machine-wide
 readers-writer lock on two files: a light test holds the room shared, an alone test holds it
 exclusively; the turnstile keeps a waiting alone test from being starved by a stream of light
-ones. A training run holds a second room ("quiet") the same way against the ``timing`` tests, and
+ones. A training run takes no lock (what must not run beside it is in its group, after it); it
 notes in a file that it runs, so that a light test beside it is not judged on its time
 (tests/time_budget.py). Without xdist nothing is locked.
 """
@@ -236,9 +236,9 @@ def idle_priority():
 
 @contextmanager
 def machine_share(item):
-    """Hold the rooms an item needs: an alone test the machine; a training run the quiet room, with
-    light tests beside it at SCHED_IDLE; the session cluster's and ``timing`` tests a share of both
-    rooms (at full priority); the other light tests a share of the machine, at SCHED_IDLE."""
+    """Hold what an item needs: an alone test the machine; a training run nothing (light tests run
+    beside it at SCHED_IDLE; it notes that it runs); the session cluster's and ``timing`` tests a
+    share of the machine at full priority; the other light tests a share of it, at SCHED_IDLE."""
     top = os.environ.get(LOCK_DIR_VARIABLE)
     if not top:
         yield
@@ -247,16 +247,14 @@ def machine_share(item):
     if runs_alone(item):
         with _room(top, "room", exclusive=True):
             yield
-    elif is_training_run(item):
-        with _room(top, "quiet", exclusive=True):
-            _note_training(top, running=True)
-            try:
-                yield
-            finally:
-                _note_training(top, running=False)
-    elif "timing" in item.keywords or uses_session_cluster(item):  # at full priority, never beside training
-        with _room(top, "room", exclusive=False), _room(top, "quiet", exclusive=False):
-            item.stash[_training_at_start] = training_state(top)
+    elif is_training_run(item):  # no lock: light tests run beside it, the rest of its group after it
+        _note_training(top, running=True)
+        try:
+            yield
+        finally:
+            _note_training(top, running=False)
+    elif "timing" in item.keywords or uses_session_cluster(item):  # heavy group: after the training runs
+        with _room(top, "room", exclusive=False):
             yield
     else:
         with _room(top, "room", exclusive=False), idle_priority():
