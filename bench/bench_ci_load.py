@@ -88,7 +88,9 @@ def sample_processes() -> list[ProcessSample]:
             continue
         # after the command name: state is field 3 of stat(5), so field n is fields[n - 3]
         cpu = (int(fields[11]) + int(fields[12])) / tick
-        samples.append(ProcessSample((int(entry.name), int(fields[19])), cpu, int(fields[21]) * page, test_of(environ)))
+        samples.append(
+            ProcessSample((int(entry.name), int(fields[19])), cpu, int(fields[21]) * page, test_of(environ))
+        )
     return samples
 
 
@@ -166,7 +168,9 @@ def measure(command: list[str], interval_s: float, per_test: bool = False) -> tu
 def main(argv=None) -> int:
     parser = ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--interval", type=float, default=2.0, help="seconds between samples")
-    parser.add_argument("--per-test", type=Path, metavar="FILE", help="write CPU and memory per test here (JSON)")
+    parser.add_argument(
+        "--per-test", type=Path, metavar="FILE", help="write CPU and memory per test here (JSON)"
+    )
     parser.add_argument("command", nargs="*", help="the command (after --; default: bash .ci/run)")
     args = parser.parse_args(argv)
     if args.per_test and args.per_test.exists():
