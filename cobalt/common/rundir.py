@@ -16,6 +16,7 @@ STAGES = "stages.json"  # each stage's time and command (cobalt.pipeline.stages.
 ARM = "arm.json"  # the arm and training seed a run directory was started with
 BASE = "base.json"  # the base a run made or adopted (quickstart: base.py; the paper chain: its key)
 ENGINE = "engine.yaml"  # the engine config with the run's context (the paper's chain)
+EVALUATOR = "evaluator.yaml"  # the evaluator sized to the run's node (the paper's chain)
 REPORT_DIR = "report"
 REPORT_JSON = "report/report.json"
 REPORT_MD = "report/report.md"

@@ -30,7 +30,10 @@ log = logging.getLogger("cobalt.serve")
 class ServeConfig:
     app_name: str = "evaluator"
     deployment_name: str = "Evaluator"
-    num_replicas: int = 2
+    num_replicas: int | str = 2  # or "auto": sized to the node (sized_to_node)
+    min_replicas: int = 2  # "auto" takes at least ...
+    max_replicas: int = 80  # ... and at most this many
+    reserve_cpus: int = 0  # "auto": the node's CPUs left to training and inference
     max_replicas_per_node: int | None = None  # None: no limit (Serve still spreads, best effort)
     num_cpus: float = 1
     memory_gb: float = 2
@@ -40,9 +43,17 @@ class ServeConfig:
     route_prefix: str | None = None
 
     def __post_init__(self):
-        check_ranges(self, "serve", positive=("num_cpus", "memory_gb"), at_least={
-            "num_replicas": 1, "max_replicas_per_node": 1, "max_ongoing_requests": 1,
-            "sandboxes_per_replica": 1, "max_queued_requests": -1})  # fmt: skip
+        if isinstance(self.num_replicas, str) and self.num_replicas != AUTO:
+            raise ValueError(f"serve.num_replicas must be a number or {AUTO!r}, not {self.num_replicas!r}")
+        fixed = {} if self.auto else {"num_replicas": 1}
+        check_ranges(self, "serve", positive=("num_cpus", "memory_gb"), at_least={**fixed,
+            "min_replicas": 1, "max_replicas": self.min_replicas, "reserve_cpus": 0,
+            "max_replicas_per_node": 1, "max_ongoing_requests": 1, "sandboxes_per_replica": 1,
+            "max_queued_requests": -1})  # fmt: skip
+
+    @property
+    def auto(self) -> bool:
+        return self.num_replicas == AUTO
 
     @property
     def capacity(self) -> int:
@@ -50,13 +61,45 @@ class ServeConfig:
         return self.num_replicas * min(self.max_ongoing_requests, self.sandboxes_per_replica)
 
 
-def load_evaluator_config(name: str | None = None) -> tuple[SandboxConfig, ServeConfig]:
+AUTO = "auto"
+
+
+def load_evaluator_config(
+    name: str | None = None, cpus: int | None = None, reserve_cpus: int | None = None
+) -> tuple[SandboxConfig, ServeConfig]:
+    """The sandbox and Serve settings of ``configs/<name>.yaml`` (or a path); ``num_replicas: auto``
+    sized to a node of ``cpus`` CPUs (default: this machine's), ``reserve_cpus`` of them left to
+    training and inference (default: the config's ``reserve_cpus``)."""
     name = name or os.environ.get("COBALT_EVALUATOR_CONFIG", "evaluator")
-    data = load_config(name)
-    return (
-        from_dict(SandboxConfig, data.get("sandbox"), source=f"{config_path(name)}: sandbox"),
-        from_dict(ServeConfig, data.get("serve"), source=f"{config_path(name)}: serve"),
+    sandbox = from_dict(
+        SandboxConfig, load_config(name).get("sandbox"), source=f"{config_path(name)}: sandbox"
     )
+    return sandbox, sized_to_node(serve_config(name), node_cpus(cpus), reserve_cpus)[0]
+
+
+def serve_config(name: str) -> ServeConfig:
+    """The ``serve`` section as written (``num_replicas`` may be ``auto``)."""
+    return from_dict(ServeConfig, load_config(name).get("serve"), source=f"{config_path(name)}: serve")
+
+
+def node_cpus(cpus: int | None = None) -> int:
+    return cpus if cpus is not None else os.cpu_count() or 1
+
+
+def sized_to_node(opts: ServeConfig, cpus: int, reserve_cpus: int | None = None) -> tuple[ServeConfig, str]:
+    """``opts`` with ``num_replicas: auto`` replaced by the replicas that the node's ``cpus`` hold
+    beyond ``reserve_cpus`` (default: the config's), between ``min_replicas`` and ``max_replicas``;
+    and a line saying so. A fixed ``num_replicas`` is kept."""
+    if not opts.auto:
+        return opts, f"{opts.num_replicas} replicas (fixed)"
+    reserve = opts.reserve_cpus if reserve_cpus is None else reserve_cpus
+    fit = int((cpus - reserve) // opts.num_cpus)
+    replicas = min(opts.max_replicas, max(opts.min_replicas, fit))
+    line = (
+        f"{replicas} replicas of {opts.num_cpus:g} CPU: {cpus} CPUs on the node, {reserve} left to "
+        f"training and inference (at least {opts.min_replicas}, at most {opts.max_replicas})"
+    )
+    return dataclasses.replace(opts, num_replicas=replicas), line
 
 
 class Evaluator:

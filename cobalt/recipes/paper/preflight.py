@@ -482,7 +482,7 @@ def estimate(cfg, inputs, overrides: dict, single_turn: bool, method: str = "cob
     ran_on = ["training" if name == "GRPO" else "inference" for name in stages]
     programs = evaluator_programs(setting, method)
     core_s = programs * TESTS_PER_PROGRAM / TESTS_PER_S_PER_CORE
-    cpus = evaluator_cpus(cfg.evaluator_config)
+    cpus = evaluator_cpus(cfg.evaluator_config, training_cpus(overrides, cfg.grpo_overrides))
     # a step waits for its rewards: the evaluator's time adds to GRPO's (an upper bound where
     # scoring overlaps generation)
     evaluator_hours = round(stages["GRPO"]["steps_at_most"] * core_s / cpus / 3600, 1)
@@ -528,23 +528,48 @@ def check_disk(root: Path, needed_gb: float) -> Check:
     return Check("ok", "disk", line)
 
 
-def evaluator_cpus(config_name: str) -> int:
-    """CPUs an evaluator config's replicas hold."""
+def training_cpus(overrides: dict, extra: list[str]) -> int:
+    """CPUs the GRPO stage holds on a node, which a node-sized evaluator leaves to it: veRL's 3 per
+    GPU (the placement bundle its actor, rollout and reference workers share), one for each
+    agent-loop and reward worker (veRL's defaults: 8 and 8), and 4 for the drivers."""
+    per_node, _ = gpus_needed(overrides, extra)
+    workers = sum(
+        int(grpo_setting(overrides, extra, key, 8))
+        for key in ("actor_rollout_ref.rollout.agent.num_workers", "reward.num_workers")
+    )
+    return 3 * per_node + workers + 4
+
+
+def evaluator_cpus(config_name: str, reserve_cpus: int | None = None) -> int:
+    """CPUs an evaluator config's replicas hold (one sized to the node: on this machine, leaving
+    ``reserve_cpus`` to training and inference)."""
     from cobalt.serve.evaluator import load_evaluator_config
 
-    serve = load_evaluator_config(config_name)[1]
+    serve = load_evaluator_config(config_name, reserve_cpus=reserve_cpus)[1]
     return serve.num_replicas * serve.num_cpus
 
 
-def check_evaluator(config_name: str, per_step: dict, cpus: int | None) -> Check:
+def evaluator_size(config_name: str, reserve_cpus: int) -> str:
+    """How many replicas a node-sized evaluator takes here, and why; "" for a fixed layout."""
+    from cobalt.serve.evaluator import node_cpus, serve_config, sized_to_node
+
+    opts = serve_config(config_name)
+    return sized_to_node(opts, node_cpus(), reserve_cpus)[1] if opts.auto else ""
+
+
+def check_evaluator(
+    config_name: str, per_step: dict, cpus: int | None, reserve_cpus: int | None = None
+) -> Check:
     """The evaluator layout against a GRPO step's programs, and against the CPUs of a private head
-    (``cpus``; None on a cluster joined with --address)."""
-    reserved, paper = evaluator_cpus(config_name), evaluator_cpus("evaluator_paper")
+    (``cpus``; None on a cluster joined with --address). A node-sized layout leaves
+    ``reserve_cpus`` to training and inference."""
+    reserved, paper = evaluator_cpus(config_name, reserve_cpus), evaluator_cpus("evaluator_paper")
     minutes = per_step["core_seconds"] / reserved / 60
+    size = evaluator_size(config_name, reserve_cpus) if reserve_cpus is not None else ""
     line = (
         f"a GRPO step judges {per_step['programs']:,} programs (~{per_step['tests']:,} tests, "
-        f"{per_step['core_seconds']:,} core-seconds); {config_name} holds {reserved} CPUs: "
-        f"~{minutes:.1f} min a step"
+        f"{per_step['core_seconds']:,} core-seconds); {config_name} holds {reserved} CPUs"
+        f"{f' ({size})' if size else ''}: ~{minutes:.1f} min a step"
     )
     if cpus is not None and reserved > cpus:
         return Check(
@@ -554,13 +579,14 @@ def check_evaluator(config_name: str, per_step: dict, cpus: int | None) -> Check
             "evaluator, or join a cluster with the CPUs (--address)",
         )
     if minutes > 5:
-        return Check(
-            "warn",
-            "evaluator",
-            f"{line} (the estimate's evaluator hours): with more CPUs for it, on this node or a joined "
-            f"cluster, pass --evaluator-config evaluator_paper ({paper} CPUs: "
-            f"~{per_step['core_seconds'] / paper / 60:.1f} min a step)",
+        faster = f"--evaluator-config evaluator_paper ({paper} CPUs: ~{per_step['core_seconds'] / paper / 60:.1f} min a step)"
+        advice = (
+            f"a node with more CPUs gives it one replica per CPU beyond training's; or join a cluster "
+            f"with the CPUs (--address) and pass {faster}"
+            if size
+            else f"with more CPUs for it, on this node or a joined cluster, pass {faster}"
         )
+        return Check("warn", "evaluator", f"{line} (the estimate's evaluator hours): {advice}")
     return Check("ok", "evaluator", line)
 
 
@@ -625,7 +651,10 @@ def checks(
         check_model(str(cfg.model or profile_model(inputs.profile)), cfg.rehearse),
         check_disk(runs_root, 1 if cfg.rehearse else cost["total"]["disk_gb"]),
         check_evaluator(
-            cfg.evaluator_config, cost["evaluator_per_grpo_step"], None if inputs.address else os.cpu_count()
+            cfg.evaluator_config,
+            cost["evaluator_per_grpo_step"],
+            None if inputs.address else os.cpu_count(),
+            training_cpus(profile_overrides, cfg.grpo_overrides),
         ),
         check_context(budget),
     ]

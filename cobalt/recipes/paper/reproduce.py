@@ -57,6 +57,7 @@ from cobalt.train.profile import (
     METHODS,
     ONLINE_METHODS,
     check_method,
+    load_profile,
     method_name,
     profile_model,
     single_turn,
@@ -244,6 +245,29 @@ def with_engine_context(cfg: PaperConfig, root: Path) -> PaperConfig:
     }
     path = rundir.write_atomically(root / rundir.ENGINE, yaml.safe_dump(engine, sort_keys=False))
     return dataclasses.replace(cfg, engine_config=str(path))
+
+
+def with_sized_evaluator(cfg: PaperConfig, inputs: Inputs, root: Path) -> PaperConfig:
+    """The chain's settings with a node-sized evaluator (``num_replicas: auto``, configs/
+    evaluator_node.yaml) fixed for the run: ``<run>/evaluator.yaml`` extends it with the replicas
+    this node's CPUs hold beyond what the profile's training takes (preflight.training_cpus), and
+    is the evaluator config of every stage. A resumed run keeps the size it started with."""
+    from cobalt.serve.evaluator import node_cpus, serve_config, sized_to_node
+
+    opts = serve_config(cfg.evaluator_config)
+    if not opts.auto:
+        return cfg
+    path = root / rundir.EVALUATOR
+    if not path.exists():
+        reserve = preflight.training_cpus(load_profile(inputs.profile).overrides, cfg.grpo_overrides)
+        sized, line = sized_to_node(opts, node_cpus(), reserve)
+        evaluator = {
+            "extends": str(config_path(cfg.evaluator_config).resolve()),
+            "serve": {"num_replicas": sized.num_replicas},
+        }
+        rundir.write_atomically(path, f"# {line}\n" + yaml.safe_dump(evaluator, sort_keys=False))
+        print(f"[paper] the evaluator: {line} ({path})", flush=True)
+    return dataclasses.replace(cfg, evaluator_config=str(path))
 
 
 def trajectory_shape(path: Path | None) -> dict:
@@ -825,7 +849,8 @@ def parser() -> ArgumentParser:
         "--evaluator-config",
         default=None,
         help="configs/<name>.yaml of the evaluator for every stage "
-        "(default: the chain config's; evaluator_paper on a cluster with 80 free CPUs)",
+        "(default: the chain config's, evaluator_node: as many replicas as this node's CPUs hold beyond "
+        "training's; evaluator_paper: the reference's 80, on a cluster with the CPUs)",
     )
     p.add_argument(
         "--num-gpus", type=int, default=None, help="GPUs of a private Ray head (default: detected)"
@@ -992,7 +1017,9 @@ def run_paper_chain(cfg: PaperConfig, inputs: Inputs, args) -> int:
     ):
         return 2
     root = pick_run_dir(ROOT / "runs/paper" / args.profile, args.run_dir, args.new)
-    run = Run(root, with_engine_context(cfg, root), args.profile, name="paper")
+    run = Run(
+        root, with_sized_evaluator(with_engine_context(cfg, root), inputs, root), args.profile, name="paper"
+    )
     return run_to_report(run, lambda run: run_chain(run, inputs))
 
 
