@@ -368,14 +368,46 @@ def test_rows_that_cannot_fill_one_batch_fail_the_preflight_naming_the_batch_tha
     assert batch_line(rehearsal).startswith("preflight ok   batch: a rehearsal fills")
 
 
-def test_a_batch_the_preflight_passes_is_one_veRLs_dataloader_fills(files):
-    """The check's bound is veRL's own rule: with drop_last, rows fill a batch only when there are
-    at least as many as the batch (veRL's trainer builds its dataloader so, ray_trainer.py)."""
-    from torchdata.stateful_dataloader import StatefulDataLoader
+@pytest.mark.parametrize("batch", [8, 10, 16])
+def test_a_batch_the_preflight_passes_is_one_veRLs_own_dataloader_fills(tmp_path, tiny_tokenizer_dir, batch):
+    """``--max-problems 10`` for GRPO-MT: the preflight counts 10 training rows. veRL's trainer
+    builds its dataloader from those rows (RayPPOTrainer._create_dataloader, on veRL's config as
+    the profile and the user's overrides compose it) and stops on an empty one exactly when the
+    preflight fails the batch (issue 59)."""
+    from omegaconf import OmegaConf
+    from verl.trainer.ppo.ray_trainer import RayPPOTrainer
 
-    for rows, batch in ((4, 4), (3, 4), (20, 8)):
-        loader = StatefulDataLoader(list(range(rows)), batch_size=batch, drop_last=True)
-        assert (len(loader) > 0) == (rows >= batch)
+    from cobalt.data.embedded.problems import problem_records
+    from cobalt.data.verl_rows import online_row, write_parquet
+    from cobalt.train.profile import override, verl_config
+
+    (tmp_path / "taco.jsonl").write_text("{}\n" * 20)  # 18 training problems before the cut
+    (tmp_path / "lcb.jsonl").write_text("{}\n" * 5)
+    user = [f"data.train_batch_size={batch}", f"actor_rollout_ref.actor.ppo_mini_batch_size={batch}"]
+    cfg = dataclasses.replace(
+        from_dict(PaperConfig, load_config("paper")), max_problems=10, grpo_overrides=user
+    )
+    inputs = Inputs("grpo_mt_qwen3_8b", str(tmp_path / "taco.jsonl"), str(tmp_path / "lcb.jsonl"))
+    profile = load_profile("grpo_mt_qwen3_8b").overrides
+    check = preflight.check_batch(cfg, inputs, profile, False, "grpo_mt")
+    rows = preflight.training_rows(cfg, inputs, False, "grpo_mt")[0]
+    assert rows == 10
+
+    train = tmp_path / "train.parquet"
+    write_parquet([online_row(p, "train") for p in problem_records()[:rows]], train)
+    data = [f"data.train_files={train}", f"data.val_files={train}", "data.dataloader_num_workers=0"]
+    config = verl_config([*(override(k, v) for k, v in profile.items()), *user, *data])
+    trainer = type("Trainer", (), {})()  # what _create_dataloader reads of the trainer
+    trainer.config, trainer.processor = config, None
+    trainer.tokenizer = __import__("transformers").AutoTokenizer.from_pretrained(tiny_tokenizer_dir)
+    OmegaConf.set_struct(config, False)
+    try:
+        RayPPOTrainer._create_dataloader(trainer, None, None, None, None)
+        filled = len(trainer.train_dataloader) >= 1
+    except AssertionError as error:
+        assert "Train dataloader is empty" in str(error)
+        filled = False
+    assert filled == (batch <= rows) == (check.level == "ok"), check.line
 
 
 def test_swapped_problem_files_are_refused_naming_both(files):
