@@ -175,6 +175,8 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if args.per_test and args.per_test.exists():
         parser.error(f"--per-test {args.per_test} exists; it is not overwritten")
+    if args.per_test and not args.per_test.parent.is_dir():
+        parser.error(f"--per-test {args.per_test}: no directory {args.per_test.parent}")
     result, table = measure(args.command or ["bash", ".ci/run"], args.interval, bool(args.per_test))
     print(json.dumps(result, indent=1))
     if args.per_test:

@@ -2,7 +2,8 @@
 
 import sys
 
+from cobalt.common.cli import run
 from cobalt.recipes.quickstart.run import main
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run(main))

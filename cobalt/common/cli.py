@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 
 
 def hyphenated(option: str) -> str:
@@ -93,3 +94,16 @@ class ArgumentParser(argparse.ArgumentParser):
         if option in self._option_string_actions:
             return True
         return self.allow_abbrev and any(known.startswith(option) for known in self._option_string_actions)
+
+
+def run(main: Callable[[], object]) -> object:
+    """Run a CLI body and return what it returns (its exit status); bad input -- a data or config
+    error, a missing file, an output that exists -- ends with one line on stderr and exit status 2
+    instead of a traceback."""
+    from cobalt.common.errors import ConfigError, DataError
+
+    try:
+        return main()
+    except (DataError, ConfigError, OSError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        sys.exit(2)

@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
-from collections.abc import Callable
 
-from cobalt.common.cli import ArgumentParser
-from cobalt.common.errors import ConfigError, DataError
+from cobalt.common.cli import ArgumentParser, run  # noqa: F401 (run: the entry points' error reporting)
+from cobalt.common.errors import ConfigError
 
 
 def add_overwrite(parser: argparse.ArgumentParser) -> None:
@@ -67,15 +65,6 @@ def refuse_existing(paths, overwrite: bool) -> None:
     for path in paths:
         if os.path.exists(path) and not overwrite:
             raise FileExistsError(f"{path} already exists; pass --overwrite to replace it")
-
-
-def run(main: Callable[[], None]) -> None:
-    """Run a CLI body; bad input ends with one clear line on stderr and exit status 2."""
-    try:
-        main()
-    except (DataError, ConfigError, OSError) as e:  # OSError: existing output, tokenizer not found
-        print(f"error: {e}", file=sys.stderr)
-        sys.exit(2)
 
 
 def verl_preproc(description: str, multi_turn: bool, make=None) -> None:

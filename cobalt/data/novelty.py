@@ -23,7 +23,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from cobalt.common import rundir
-from cobalt.common.cli import ArgumentParser
+from cobalt.common.cli import ArgumentParser, run
 from cobalt.data.program_form import normalized_or_text
 
 UNSEEN, SEEN_SFT, SEEN_GRPO = "unseen", "seen_sft", "seen_grpo"
@@ -292,4 +292,4 @@ def _ids(result: Mapping[str, dict]) -> dict:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run(main))

@@ -207,6 +207,9 @@ def main(argv=None) -> None:
         p.error(str(e))
 
     def body():
+        from cobalt.serve.engine import load_engine_config
+
+        load_engine_config(args.engine_config)  # a wrong name is refused even with nothing to sample
         records, total = load_failures(args.input_file, args.tests_field)
         check_resumable(args.output_file, decoding, args.tests_field)
         failures = sum(len(turn0_failures(r)) for r in records)

@@ -16,11 +16,13 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from pathlib import Path
 
 import pandas as pd
 
-from cobalt.common.cli import ArgumentParser
+from cobalt.common.cli import ArgumentParser, run
+from cobalt.common.errors import DataError
 
 
 def perturbed_count(n_base: int, n_perturbed: int, ratio: float) -> int:
@@ -48,17 +50,39 @@ def mix(base: pd.DataFrame, perturbed: pd.DataFrame, ratio: float, seed: int = 4
     return mixed.sample(frac=1.0, random_state=seed).reset_index(drop=True)
 
 
+def fraction(text: str) -> float:
+    value = float(text)
+    if not 0 <= value < 1:
+        raise ValueError(text)
+    return value
+
+
+def read_rows(path: str) -> pd.DataFrame:
+    """A veRL parquet; DataError naming the file when it is no parquet (a missing one: OSError)."""
+    import pyarrow
+
+    try:
+        return pd.read_parquet(path)
+    except pyarrow.ArrowInvalid as e:
+        raise DataError(f"not a veRL parquet: {e}", path=path) from None
+
+
 def main(argv=None) -> None:
     parser = ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--base", required=True, help="veRL train.parquet from regular trajectories")
     parser.add_argument(
         "--perturbed", required=True, help="veRL parquet from perturbed-feedback trajectories"
     )
-    parser.add_argument("--ratio", type=float, required=True, help="fraction of perturbed rows in the output")
+    parser.add_argument(
+        "--ratio",
+        type=fraction,
+        required=True,
+        help="fraction of perturbed rows in the output (0 to 1, 1 excluded)",
+    )
     parser.add_argument("--out", required=True)
     parser.add_argument("--seed", type=int, default=42)
     args = parser.parse_args(argv)
-    mixed = mix(pd.read_parquet(args.base), pd.read_parquet(args.perturbed), args.ratio, args.seed)
+    mixed = mix(read_rows(args.base), read_rows(args.perturbed), args.ratio, args.seed)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     mixed.to_parquet(args.out)
     n_perturbed = sum(bool(info.get("perturbed")) for info in mixed["extra_info"])
@@ -66,4 +90,4 @@ def main(argv=None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(run(main))

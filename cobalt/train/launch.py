@@ -321,10 +321,10 @@ def main(argv=None) -> int:
         if override_error(item):
             parser.error(override_error(item))
     logger = args.logger.split(",") if args.logger else None
-    profile = load_profile(args.profile)
-    if args.evaluator_config:
-        profile = dataclasses.replace(profile, evaluator_config=args.evaluator_config)
     try:
+        profile = load_profile(args.profile)
+        if args.evaluator_config:
+            profile = dataclasses.replace(profile, evaluator_config=args.evaluator_config)
         return run(profile, args.address, logger, extra, args.dry_run, args.rehearse, args.num_gpus,
                    args.rehearse_prompts)  # fmt: skip
     except ConfigError as e:

@@ -18,7 +18,7 @@ import sys
 import time
 from pathlib import Path
 
-from cobalt.common.cli import ArgumentParser
+from cobalt.common.cli import ArgumentParser, run
 from cobalt.common.prompts import initial_messages
 
 
@@ -229,4 +229,4 @@ def main(argv=None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(run(main))

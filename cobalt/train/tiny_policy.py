@@ -24,11 +24,12 @@ import importlib.util
 import json
 import os
 import shutil
+import sys
 import tempfile
 import time
 from pathlib import Path
 
-from cobalt.common.cli import ArgumentParser
+from cobalt.common.cli import ArgumentParser, run
 from cobalt.common.jsonl import TEMP_SUFFIX, remove_stale_temps, temp_prefix
 from cobalt.train.sft import SFTOptions, fine_tune, prompt_ids
 
@@ -344,4 +345,4 @@ def main(argv=None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(run(main))

@@ -271,6 +271,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.report:
         from cobalt.recipes.design.report import write_design_report
 
+        if not Path(args.root).is_dir():
+            print(
+                f"error: --root {args.root}: no such directory (the one runs_dir is under)", file=sys.stderr
+            )
+            return 2
+
         print(write_design_report(design, args.root).read_text())
         return 0
     p = plan(design, args.root)

@@ -36,6 +36,7 @@ from pathlib import Path
 from cobalt.common import rundir
 from cobalt.common.argtypes import caller_path, non_negative_int
 from cobalt.common.cli import ArgumentParser
+from cobalt.common.cli import run as run_cli
 from cobalt.common.config import from_dict, load_config
 from cobalt.common.errors import ConfigError
 from cobalt.common.jsonl import load_jsonl, write_jsonl
@@ -617,6 +618,10 @@ def check_settings(cfg: QuickstartConfig, source: str) -> None:
         )
     if cfg.offline_trajectories and cfg.problems != "procedural":
         raise SystemExit(f"{source}: offline_trajectories needs problems: procedural, not {cfg.problems!r}")
+    if cfg.problems not in (*PROBLEM_SETS, "procedural") and not Path(cfg.problems).is_file():
+        raise ConfigError(
+            f"--problems {cfg.problems}: no such file (a problems file, or one of {', '.join([*PROBLEM_SETS, 'procedural'])})"
+        )
     prereg = cfg.preregistration
     if not prereg:
         return
@@ -673,4 +678,4 @@ def training_plan(cfg: QuickstartConfig) -> dict:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_cli(main))
