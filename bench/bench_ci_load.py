@@ -12,9 +12,9 @@ last. Run it on a quiet machine: another job's CPU counts as the command's.
 ``--per-test FILE`` also charges each process's CPU and memory to the test that started it: pytest
 sets ``PYTEST_CURRENT_TEST`` while a test runs, and every process the test starts (its commands,
 their Ray heads and Ray's workers, the sandboxes) inherits it. The processes are sampled every
-interval, so one that lives less than an interval is missed; a pytest worker's own CPU (the tests
-that run in-process) is charged to "(pytest workers)", and a session fixture's cluster to the test
-that first asked for it. Memory is the resident set summed over a test's processes at the sample where
+interval, so one that lives less than an interval is missed; a pytest-xdist worker's own CPU goes
+to the test its process title names (the tests that run in-process), an idle worker's to "(pytest
+workers)", and a session fixture's cluster to the test that first asked for it. Memory is the resident set summed over a test's processes at the sample where
 it was largest (pages shared between processes counted in each). FILE gets the table as JSON; the
 20 costliest tests are printed.
 """
@@ -58,13 +58,22 @@ def memory_used_gib() -> float:
 WORKERS, OUTSIDE = "(pytest workers)", "(outside the tests)"
 
 
-def test_of(environ: bytes) -> str:
-    """The test a process was started under, from its environment block (``/proc/PID/environ``)."""
+XDIST_TITLE = b"[pytest-xdist running] "  # an xdist worker's process title while it runs a test
+
+
+def test_of(environ: bytes, cmdline: bytes = b"") -> str:
+    """The test a process runs or was started under: a pytest-xdist worker's own, from its title
+    (``/proc/PID/cmdline``), else the one in its environment block (``/proc/PID/environ``, which
+    holds what the process was started with)."""
+    if cmdline.startswith(XDIST_TITLE):
+        return cmdline[len(XDIST_TITLE) :].split(b"\0")[0].decode(errors="replace").strip()
+    if cmdline.startswith(b"[pytest-xdist"):
+        return WORKERS
     variables = dict(item.split(b"=", 1) for item in environ.split(b"\0") if b"=" in item)
     current = variables.get(b"PYTEST_CURRENT_TEST")
     if current:
         return current.decode(errors="replace").rsplit(" (", 1)[0]  # "<node id> (call)"
-    return WORKERS if b"PYTEST_XDIST_WORKER" in variables else OUTSIDE
+    return OUTSIDE
 
 
 @dataclasses.dataclass(frozen=True)
@@ -84,12 +93,15 @@ def sample_processes() -> list[ProcessSample]:
         try:
             fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
             environ = (entry / "environ").read_bytes()
+            cmdline = (entry / "cmdline").read_bytes()
         except OSError:  # it ended, or it is not ours to read
             continue
         # after the command name: state is field 3 of stat(5), so field n is fields[n - 3]
         cpu = (int(fields[11]) + int(fields[12])) / tick
         samples.append(
-            ProcessSample((int(entry.name), int(fields[19])), cpu, int(fields[21]) * page, test_of(environ))
+            ProcessSample(
+                (int(entry.name), int(fields[19])), cpu, int(fields[21]) * page, test_of(environ, cmdline)
+            )
         )
     return samples
 

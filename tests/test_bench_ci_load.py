@@ -23,7 +23,11 @@ def environ(**variables: str) -> bytes:
 
 def test_a_process_is_charged_to_the_test_named_in_its_environment():
     assert bench.test_of(environ(HOME="/h", PYTEST_CURRENT_TEST=f"{TEST} (call)")) == TEST
-    assert bench.test_of(environ(PYTEST_XDIST_WORKER="gw0")) == bench.WORKERS
+    # an xdist worker's environment is what it started with: its title names the test it runs
+    assert (
+        bench.test_of(environ(PYTEST_XDIST_WORKER="gw0"), f"[pytest-xdist running] {TEST}\0".encode()) == TEST
+    )
+    assert bench.test_of(environ(PYTEST_XDIST_WORKER="gw0"), b"[pytest-xdist idle]\0") == bench.WORKERS
     assert bench.test_of(environ(HOME="/h")) == bench.OUTSIDE
     assert bench.test_of(b"") == bench.OUTSIDE
 
