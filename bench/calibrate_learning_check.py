@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from cobalt.common.cli import ArgumentParser  # noqa: E402
-from cobalt.train.learning_check import Criteria, judge, read_metrics, read_rollouts  # noqa: E402
+from cobalt.train.learning_check import VAL_MARGINS, Criteria, judge, read_metrics, read_rollouts  # noqa: E402
 
 KINDS = {"learn": [], "null": ["actor_rollout_ref.actor.optim.lr=0"]}
 
@@ -107,7 +107,7 @@ def main(argv=None) -> int:
         for seed in args.seeds:
             for kind in KINDS:
                 run(args.out.resolve(), kind, seed, args.method)
-    print(summary(args.out, args.seeds, Criteria()))
+    print(summary(args.out, args.seeds, Criteria(val_margin=VAL_MARGINS[args.method])))
     return 0
 
 

@@ -66,4 +66,4 @@ if [ "$status" -ne 0 ]; then
   exit "$status"
 fi
 exec "$PYTHON" -P -m cobalt.train.learning_check "$OUT/metrics.jsonl" --rollouts "$OUT/rollouts" \
-  --json "$OUT/verdict.json"
+  --method "$METHOD" --json "$OUT/verdict.json"

@@ -225,6 +225,21 @@ def test_cli_exit_status_report_and_json(tmp_path, capsys):
     assert "paired over 1 prompts: gain +0.0000" in capsys.readouterr().out
 
 
+def test_each_method_is_judged_on_its_own_calibrated_margin(tmp_path, capsys):
+    """GRPO-MT's runs without learning spread wider than COBALT's, so its check has its own margin
+    (bench/calibrate_learning_check.py --method grpo_mt); an explicit --val-margin still wins."""
+    from cobalt.train.learning_check import VAL_MARGINS
+
+    assert VAL_MARGINS["grpo_mt"] > VAL_MARGINS["cobalt"] == Criteria().val_margin
+    between = (VAL_MARGINS["cobalt"] + VAL_MARGINS["grpo_mt"]) / 2
+    metrics = write_metrics(tmp_path / "m.jsonl", [0.0] * 8, {0: 0.0, 8: between})
+    assert main([str(metrics)]) == 0  # COBALT's, the default
+    assert main([str(metrics), "--method", "cobalt"]) == 0
+    assert main([str(metrics), "--method", "grpo_mt"]) == 1
+    assert f"is below the margin {VAL_MARGINS['grpo_mt']}" in capsys.readouterr().out
+    assert main([str(metrics), "--method", "grpo_mt", "--val-margin", str(VAL_MARGINS["cobalt"])]) == 0
+
+
 def test_the_sign_flipped_estimator_is_grpos_advantage_negated():
     """tests/broken_advantage.py (the second breakage the check was run against)."""
     torch = pytest.importorskip("torch")
