@@ -71,15 +71,16 @@ def load_evaluator_config(
     sized to a node of ``cpus`` CPUs (default: this machine's), ``reserve_cpus`` of them left to
     training and inference (default: the config's ``reserve_cpus``)."""
     name = name or os.environ.get("COBALT_EVALUATOR_CONFIG", "evaluator")
-    sandbox = from_dict(
-        SandboxConfig, load_config(name).get("sandbox"), source=f"{config_path(name)}: sandbox"
-    )
-    return sandbox, sized_to_node(serve_config(name), node_cpus(cpus), reserve_cpus)[0]
+    data = load_config(name)
+    sandbox = from_dict(SandboxConfig, data.get("sandbox"), source=f"{config_path(name)}: sandbox")
+    return sandbox, sized_to_node(serve_config(name, data), node_cpus(cpus), reserve_cpus)[0]
 
 
-def serve_config(name: str) -> ServeConfig:
-    """The ``serve`` section as written (``num_replicas`` may be ``auto``)."""
-    return from_dict(ServeConfig, load_config(name).get("serve"), source=f"{config_path(name)}: serve")
+def serve_config(name: str, data: dict | None = None) -> ServeConfig:
+    """The ``serve`` section as written (``num_replicas`` may be ``auto``); ``data``: the config
+    when already read."""
+    data = load_config(name) if data is None else data
+    return from_dict(ServeConfig, data.get("serve"), source=f"{config_path(name)}: serve")
 
 
 def node_cpus(cpus: int | None = None) -> int:
