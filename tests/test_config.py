@@ -173,7 +173,7 @@ WRONG_VALUES = {
         ("max_processes", "-1", "sandbox.max_processes must be at least 0"),
     ],
     "serve": [
-        ("num_replicas", '"2"', "num_replicas must be an integer"),
+        ("num_replicas", '"2"', "num_replicas must be a number or 'auto', not '2'"),
         ("route_prefix", "7", "route_prefix must be a string or null"),
         ("num_replicas", "0", "serve.num_replicas must be at least 1"),
     ],
