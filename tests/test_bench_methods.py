@@ -1,6 +1,6 @@
-"""bench/bench_methods.py's figures on a metrics file as veRL's file logger writes it (the keys of
-a step of the cobalt_sync trainer), and the commands it runs: every method gets the same engine,
-evaluator, model and batch arithmetic."""
+"""bench/bench_methods.py's figures on metrics as veRL's file logger writes them (the keys of a step
+of the cobalt_sync trainer), its rounds and resumption, and the commands it runs: every method gets
+the same model, batch, lengths, engine and evaluator, and its profile differs only in what it trains."""
 
 from __future__ import annotations
 
@@ -13,24 +13,26 @@ from pathlib import Path
 
 import pytest
 
+from cobalt.common.errors import ConfigError
 from cobalt.train.learning_check import read_metrics
+from cobalt.train.profile import load_profile
 
 ROOT = Path(__file__).resolve().parents[1]
 spec = importlib.util.spec_from_file_location("bench_methods", ROOT / "bench/bench_methods.py")
 bench = importlib.util.module_from_spec(spec)
+sys.modules["bench_methods"] = bench  # its dataclass looks its module up
 spec.loader.exec_module(bench)
 
 
-def step(step_s, gen_s, generate_s, wait_s, tokens, episodes, turns=None, score=0.5):
+def step(step_s, gen_s, generate_s, wait_s, tokens, episodes, requests, turns=None):
     data = {
         "timing_s/step": step_s,
         "timing_s/gen": gen_s,
-        "timing_s/update_actor": step_s - gen_s - 1.0,
         "rollout/generate_s/mean": generate_s,
         "rollout/evaluator_wait_s/mean": wait_s,
         "rollout/generated_tokens": tokens,
         "rollout/episodes": episodes,
-        "critic/score/mean": score,
+        bench.REQUESTS: requests,
     }
     return data if turns is None else {**data, "reward/turns/mean": turns}
 
@@ -42,88 +44,150 @@ def write(path: Path, steps: dict[int, dict]) -> Path:
 
 
 def test_a_step_splits_the_rollout_by_the_share_of_time_an_episode_waits_for_the_evaluator():
-    figures = bench.step_figures("grpo_mt", step(30.0, 20.0, 3.0, 1.0, 400, 8, turns=2.0))
+    figures = bench.step_figures(step(30.0, 20.0, 3.0, 1.0, 400, 8, requests=21, turns=2.0))
     assert figures["evaluation_s"] == pytest.approx(5.0) and figures["generation_s"] == pytest.approx(15.0)
-    assert figures["update_s"] == pytest.approx(10.0)
-    assert figures["tokens_per_s"] == pytest.approx(400 / 15.0)
-    assert figures["requests"] == 8 * 3  # two public-test runs and one hidden per episode
+    assert figures["update_s"] == pytest.approx(10.0) and figures["tokens_per_s"] == pytest.approx(400 / 15.0)
+    assert figures["requests"] == 21  # as counted, whatever the turns would suggest
 
 
-def test_evaluator_requests_per_method():
-    assert bench.evaluator_requests("cobalt", 8, 1.0) == 8
-    assert bench.evaluator_requests("grpo_mt", 8, 2.5) == 8 * 3.5
-    assert bench.evaluator_requests("verpo_mt", 8, 2.5) == 8 * 5.0
+def test_requests_are_counted_or_the_step_has_no_figures():
+    data = step(30.0, 20.0, 3.0, 1.0, 400, 8, requests=0)
+    del data[bench.REQUESTS]
+    with pytest.raises(KeyError, match="evaluator_requests/count"):
+        bench.step_figures(data)
 
 
-def test_means_over_the_training_steps_per_example_and_per_problem(tmp_path):
+def test_a_run_is_measured_after_its_first_step_per_example_and_per_problem(tmp_path):
     metrics = read_metrics(
         write(
             tmp_path / "m.jsonl",
-            {0: {"val-core/x/acc/mean@8": 0.1}, 1: step(10, 6, 1, 1, 100, 8), 2: step(14, 8, 1, 1, 300, 8)},
+            {
+                0: {"val-core/x/acc/mean@8": 0.1},
+                1: step(100, 60, 1, 1, 900, 8, 8),  # start-up: not measured
+                2: step(10, 6, 1, 1, 100, 8, 8),
+                3: step(14, 8, 1, 1, 300, 8, 10),
+            },
         )
     )
-    cobalt = bench.summarize("cobalt", metrics, examples=2, prompts_per_problem=4.5)
+    cobalt = bench.run_figures("cobalt", metrics, examples=2, prompts_per_problem=4.5)
     assert cobalt["steps"] == 2 and cobalt["step_s"] == 12 and cobalt["tokens"] == 200
     assert cobalt["example_s"] == 6 and cobalt["problem_s"] == 27  # a bandit prompt; all of a problem's
-    online = bench.summarize("grpo_mt", metrics, examples=2, prompts_per_problem=4.5)
+    assert cobalt["requests"] == 9 and cobalt["requests_per_example"] == 4.5
+    online = bench.run_figures("grpo_mt", metrics, examples=2, prompts_per_problem=4.5)
     assert online["problem_s"] == online["example_s"] == 6  # an online example is a problem
-    with pytest.raises(ValueError, match="no training step"):
-        bench.summarize("cobalt", {0: {}}, 2, 1.0)
+    with pytest.raises(ValueError, match="no training step after the first"):
+        bench.run_figures("cobalt", {0: {}, 1: step(10, 6, 1, 1, 100, 8, 8)}, 2, 1.0)
 
 
-def test_ratios_to_cobalt_and_the_table(tmp_path):
-    base = bench.summarize("cobalt", {1: step(10, 6, 1, 1, 100, 8)}, 2, 1.0)
-    slow = bench.summarize("grpo_mt", {1: step(25, 18, 2, 1, 300, 8, turns=2.0)}, 2, 1.0)
-    got = bench.ratios({"cobalt": base, "grpo_mt": slow})
-    assert got["cobalt"]["example_s"] == 1 and got["grpo_mt"]["example_s"] == 2.5
-    assert got["grpo_mt"]["requests"] == 3  # 24 requests against 8
-    assert bench.ratios({"grpo_mt": slow}) == {}  # no baseline, no ratio
-    text = bench.table({"cobalt": base, "grpo_mt": slow})
-    assert "grpo_mt / cobalt: example_s 2.50x" in text and "s per example (paper)" in text
+def test_rounds_give_a_median_and_its_range():
+    got = bench.across_rounds([{"step_s": 12.0}, {"step_s": 10.0}, {"step_s": 30.0}])
+    assert got == {"step_s": {"median": 12.0, "min": 10.0, "max": 30.0}}
 
 
-def test_every_method_gets_the_same_engine_evaluator_model_and_batches(tmp_path):
-    args = argparse.Namespace(problems=2, samples=4, steps=2)
-    inputs = {"rows": str(tmp_path / "rows"), "model": str(tmp_path / "model")}
-    cmds = {m: bench.method_command(m, "tiny", inputs, args, tmp_path / m) for m in bench.METHODS}
+def test_the_offline_cost_is_the_trajectories_stages_whole_and_amortized():
+    stages = {name: 10.0 * (i + 1) for i, name in enumerate(bench.TRAJECTORY_STAGES)}
+    stages["base model: deploy engine and evaluator"] = 90.0  # once per head, like veRL's start-up
+    cost = bench.offline_cost(stages, problems=4, bandit_prompts=12)
+    assert cost["whole_s"] == 60 and cost["per_problem_s"] == 15 and cost["per_example_s"] == 5
+    with pytest.raises(KeyError, match="trajectories: hidden tests"):
+        bench.offline_cost({bench.TRAJECTORY_STAGES[0]: 1.0, bench.TRAJECTORY_STAGES[1]: 1.0}, 1, 1)
+
+
+def test_ratios_of_medians_to_cobalt_and_the_table():
+    def rounds(method, step_s):
+        return bench.across_rounds(
+            [bench.run_figures(method, {1: step(99, 9, 1, 1, 1, 1, 1), 2: step(s, 6, 1, 1, 100, 8, 8)}, 2, 2.0)
+             for s in step_s]
+        )  # fmt: skip
+
+    summaries = {"cobalt": rounds("cobalt", [10, 12, 11]), "grpo_mt": rounds("grpo_mt", [25, 30, 20])}
+    got = bench.ratios(summaries)
+    assert got["cobalt"]["example_s"] == 1 and got["grpo_mt"]["example_s"] == pytest.approx(25 / 11)
+    assert bench.ratios({"grpo_mt": summaries["grpo_mt"]}) == {}  # no baseline, no ratio
+    offline = bench.offline_cost(dict.fromkeys(bench.TRAJECTORY_STAGES, 20.0), 2, 6)
+    text = bench.table(summaries, offline)
+    assert "11.0 [10.0-12.0]" in text and "25.0 [20.0-30.0]" in text
+    assert "grpo_mt / cobalt: example_s 2.27x" in text
+    # COBALT's example with its share of the offline trajectories: 5.50 + 60 s / 6 prompts
+    assert "60 s whole for 2 problems" in text and "share of them: 15.50 s" in text
+
+
+def test_the_methods_take_every_place_in_turn():
+    orders = [bench.rotated(list(bench.METHODS), r) for r in range(3)]
+    for place in range(3):
+        assert sorted(order[place] for order in orders) == sorted(bench.METHODS)
+
+
+def test_the_methods_profiles_differ_only_in_what_they_train():
+    """The main job's three GRPO profiles: the same lengths, batch, engine, optimizer and seeds."""
+    trains = {
+        "actor_rollout_ref.rollout.agent.agent_loop_config_path",
+        "algorithm.adv_estimator",
+        "reward.reward_manager.module.path",
+        "reward.reward_manager.name",
+        "trainer.experiment_name",
+    }
+    profiles = {m: load_profile(bench.profile_of(m, "quickstart")) for m in bench.METHODS}
+    shared = [{k: v for k, v in p.overrides.items() if k not in trains} for p in profiles.values()]
+    assert shared[0] == shared[1] == shared[2] and len(shared[0]) > 20
+    assert len({(p.evaluator_config, json.dumps(p.env, sort_keys=True)) for p in profiles.values()}) == 1
+
+
+def test_every_run_gets_the_same_model_batch_and_lengths(tmp_path):
+    inputs = bench.Inputs(tmp_path / "model", tmp_path / "bandit", tmp_path / "online", 8, 30, 704)
+    run = argparse.Namespace(address="127.0.0.1:6379", cfg=argparse.Namespace(train_profile="quickstart"))
+    args = argparse.Namespace(problems=2, steps=6)
+    cmds = {m: bench.train_command(m, inputs, run, tmp_path / f"r1_{m}", args) for m in bench.METHODS}
 
     def settings(cmd):
         return dict(item.split("=", 1) for item in cmd if "=" in item)
 
-    shared = {m: {k: v for k, v in settings(c).items() if k in bench.SHARED} for m, c in cmds.items()}
-    assert (
-        len(shared["cobalt"]) == len(bench.SHARED)
-        and shared["cobalt"] == shared["grpo_mt"] == shared["verpo_mt"]
-    )
-    for cmd in cmds.values():
+    for method, cmd in cmds.items():
         s = settings(cmd)
-        assert cmd[cmd.index("--evaluator-config") + 1] == "evaluator_learning_check"
-        assert (
-            s["actor_rollout_ref.model.path"] == inputs["model"] and s["actor_rollout_ref.rollout.n"] == "4"
-        )
-        assert s["data.train_batch_size"] == "2" and s["trainer.total_training_steps"] == "2"
-        assert all(8 % int(s[key]) == 0 for key in bench.MICRO)  # micro-batches divide 2 x 4 rows
-    assert settings(cmds["cobalt"])["data.train_files"].endswith("cobalt.parquet")
-    assert "actor_rollout_ref.rollout.agent.agent_loop_config_path" not in settings(cmds["cobalt"])
-    assert settings(cmds["grpo_mt"])["data.train_files"].endswith("online.parquet")
-    assert "reward.reward_manager.name" not in settings(cmds["grpo_mt"])  # the profile's GRPO-MT manager
-    assert settings(cmds["verpo_mt"])["reward.reward_manager.name"] == "VerpoRewardManager"
+        assert cmd[cmd.index("--profile") + 1] == bench.profile_of(method, "quickstart")
+        assert cmd[cmd.index("--address") + 1] == "127.0.0.1:6379"
+        assert s["actor_rollout_ref.model.path"] == str(inputs.model)
+        assert s["data.train_batch_size"] == s["actor_rollout_ref.actor.ppo_mini_batch_size"] == "2"
+        # the prompt slot holds the longest bandit prompt for every method: no row is dropped
+        assert s["data.max_prompt_length"] == "704" and s["actor_rollout_ref.rollout.max_model_len"] == "896"
+        assert s["trainer.total_training_steps"] == "6" and s["trainer.save_freq"] == "-1"
+    assert settings(cmds["cobalt"])["data.train_files"] == str(tmp_path / "bandit/train.parquet")
+    assert settings(cmds["verpo_mt"])["data.train_files"] == str(tmp_path / "online/train.parquet")
 
 
-def test_cli_help_and_bad_methods(tmp_path):
+def test_an_unfinished_run_is_set_aside_and_a_finished_one_kept(tmp_path):
+    run_dir = tmp_path / "r1_cobalt"
+    run_dir.mkdir()
+    write(run_dir / "metrics.jsonl", {1: {"x": 1.0}, 2: {"x": 1.0}})
+    assert bench.finished(run_dir, 2) and not bench.finished(run_dir, 3)
+    bench.set_aside(run_dir)
+    run_dir.mkdir()
+    bench.set_aside(run_dir)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r1_cobalt.incomplete-1", "r1_cobalt.incomplete-2"]
+
+
+def test_out_resumes_only_a_bench_of_the_same_settings(tmp_path):
+    settings = {"profile": "quickstart", "problems": 2, "steps": 6}
+    bench.check_resumable(tmp_path / "new", settings)
+    bench.check_resumable(tmp_path / "new", settings)  # the same bench: resumes
+    with pytest.raises(ConfigError, match=r"other settings \(was, now\): \{'steps': \(6, 8\)\}"):
+        bench.check_resumable(tmp_path / "new", {**settings, "steps": 8})
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine/notes.txt").write_text("a user's")
+    with pytest.raises(ConfigError, match=r"holds no bench\.json"):
+        bench.check_resumable(tmp_path / "mine", settings)
+    assert (tmp_path / "mine/notes.txt").read_text() == "a user's"
+
+
+def test_cli_help_and_bad_arguments(tmp_path):
     run = [sys.executable, str(ROOT / "bench/bench_methods.py")]
     out = subprocess.run([*run, "--help"], capture_output=True, text=True)
-    assert out.returncode == 0 and "--problems" in out.stdout and "--methods" in out.stdout
+    assert out.returncode == 0 and "--rounds" in out.stdout and "--methods" in out.stdout
     bad = subprocess.run([*run, "--out", str(tmp_path), "--methods", "ppo"], capture_output=True, text=True)
     assert bad.returncode == 2 and "expected some of cobalt, grpo_mt, verpo_mt" in bad.stderr
-
-
-def test_figures_of_a_recorded_run():
-    """tests/data/bench_methods/: the bench's keys of the run in docs/benchmarks.md (2 steps each)."""
-    recorded = ROOT / "tests/data/bench_methods"
-    got = {m: bench.summarize(m, read_metrics(recorded / f"{m}.jsonl"), 2, 2.0) for m in bench.METHODS}
-    assert got["cobalt"]["step_s"] == pytest.approx(10.83, abs=0.01)
-    assert got["grpo_mt"]["example_s"] / got["cobalt"]["example_s"] == pytest.approx(1.24, abs=0.01)
-    for s in got.values():
-        assert s["generation_s"] + s["evaluation_s"] + s["update_s"] == pytest.approx(s["step_s"])
-    assert got["cobalt"]["requests"] == 8 and got["grpo_mt"]["requests"] == 8 * (2.75 + 1)
+    one = subprocess.run([*run, "--out", str(tmp_path), "--steps", "1"], capture_output=True, text=True)
+    assert one.returncode == 2 and "at least 2" in one.stderr
+    profile = subprocess.run(
+        [*run, "--out", str(tmp_path / "o"), "--profile", "huge"], capture_output=True, text=True
+    )
+    assert profile.returncode == 2 and "huge" in profile.stderr and not (tmp_path / "o").exists()

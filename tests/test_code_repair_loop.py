@@ -112,7 +112,15 @@ def test_the_episode_stops_when_the_public_tests_pass(tokenizer, executor):
         assert out.response_logprobs == [-0.5] * len(out.response_ids)
     for out in outs:  # every row carries the episode; the reward reads the last
         assert out.extra_fields[TURNS_FIELD] == [WRONG, RIGHT]
-        assert out.extra_fields[STATS_FIELD] == {"turns": 2, "context_cut": 0.0, "public_pass": 1.0}
+        assert out.extra_fields[STATS_FIELD] == {
+            "turns": 2, "context_cut": 0.0, "public_pass": 1.0, "evaluator_requests": 2.0
+        }  # fmt: skip
+
+
+def test_a_turn_without_a_program_sends_the_evaluator_nothing(tokenizer, executor):
+    outs, _ = run(tokenizer, executor, ["I am not sure.", RIGHT])
+    assert outs[-1].extra_fields[STATS_FIELD]["turns"] == 2
+    assert outs[-1].extra_fields[STATS_FIELD]["evaluator_requests"] == 1.0
 
 
 def test_each_turn_times_its_generation_and_its_wait_for_the_public_tests(tokenizer, executor):
@@ -139,7 +147,9 @@ def test_a_turn_may_use_the_whole_response_by_default(tokenizer, executor):
 def test_the_episode_stops_at_the_turn_limit(tokenizer, executor):
     outs, server = run(tokenizer, executor, [WRONG] * 5, max_turns=3)
     assert len(server.requests) == len(outs) == 3
-    assert outs[-1].extra_fields[STATS_FIELD] == {"turns": 3, "context_cut": 0.0, "public_pass": 0.0}
+    assert outs[-1].extra_fields[STATS_FIELD] == {
+        "turns": 3, "context_cut": 0.0, "public_pass": 0.0, "evaluator_requests": 3.0
+    }  # fmt: skip
     assert [out.num_turns for out in outs] == [2, 4, 6]
 
 

@@ -32,8 +32,8 @@ RIGHT = "```python\nn = int(input())\nprint(2 * n)\n```"
 T, F = True, False
 
 
-def session(turns, uid="p", session_id=0, cut=0.0, split="train"):
-    stats = {"turns": len(turns), "context_cut": cut, "public_pass": 0.0}
+def session(turns, uid="p", session_id=0, cut=0.0, split="train", public_requests=0.0):
+    stats = {"turns": len(turns), "context_cut": cut, "public_pass": 0.0, "evaluator_requests": public_requests}
     fields = np.empty(1, dtype=object)
     fields[0] = {TURNS_FIELD: turns, STATS_FIELD: stats}
     return DataProto.from_dict(
@@ -135,3 +135,15 @@ def test_verpo_mt_needs_its_estimator_and_known_constants():
         VerpoRewardManager(config(verpo={"dense_weight": 0.5}), tokenizer=None, compute_score=score_details)
     with pytest.raises(ConfigError, match="gamma"):
         VerpoRewardManager(config(verpo={"gamma": 0.0}), tokenizer=None, compute_score=score_details)
+
+
+def test_an_episodes_evaluator_requests_are_its_turns_and_its_rewards_counted_where_sent():
+    """The loop's public-test requests (in the session's statistics) plus the reward's own, which
+    the evaluator client counts as it sends them: one for GRPO-MT's final turn, one per turn with a
+    program for VeRPO-MT's verdicts, none for a turn without one."""
+    grpo_mt = OnlineRewardManager(config(), tokenizer=None, compute_score=score_details)
+    out = asyncio.run(grpo_mt.run_single(session([ECHO, RIGHT], public_requests=2.0)))
+    assert out["reward_extra_info"]["evaluator_requests"] == 2.0 + 1.0
+    verpo = VerpoRewardManager(config(), tokenizer=None, compute_score=score_details)
+    three = asyncio.run(verpo.run_single(session([ECHO, "no program", RIGHT], public_requests=2.0)))
+    assert three["reward_extra_info"]["evaluator_requests"] == 2.0 + 2.0

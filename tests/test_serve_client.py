@@ -59,6 +59,25 @@ def test_a_request_whose_replica_was_lost_is_sent_again(monkeypatch, caplog):
     assert [r.getMessage().split(" (")[0] for r in caplog.records] == ["evaluator replica lost"] * 3
 
 
+def test_every_request_sent_is_counted_in_the_task_that_sent_it_retries_too(monkeypatch):
+    """What a step's episodes cost the evaluator is counted as requests leave: a retry is one more;
+    a task's subtasks count into its counter; a concurrent task keeps its own; nothing counts
+    outside counted_requests()."""
+    ev, handle = evaluator(monkeypatch, [ActorDiedError()])
+    request = ("print(1)", {"inputs": [""], "outputs": ["1"]})
+
+    async def episode(requests: int) -> int:
+        with client.counted_requests() as sent:
+            await asyncio.gather(*(ev.evaluate(*request) for _ in range(requests)))
+        return sent[0]
+
+    async def two_episodes():
+        return await asyncio.gather(episode(2), episode(3))
+
+    assert asyncio.run(two_episodes()) == [2 + 1, 3]  # the first request of the first is sent twice
+    assert evaluate(ev) == RESULT and handle.calls == 7  # uncounted, and no error without a counter
+
+
 def test_retries_stop_after_the_attempts(monkeypatch):
     ev, handle = evaluator(monkeypatch, [ActorDiedError()] * 10, retry_attempts=3)
     with pytest.raises(ActorDiedError):

@@ -64,7 +64,7 @@ CASES: dict[str, dict[str, list[str]]] = {
     "bench/bench_judging.py": {"missing file": ["--apps", MISSING_DIR]},
     "bench/bench_load_verdicts.py": {"missing file": ["--apps", MISSING_DIR], "bad value": ["--load", "two"]},
     "bench/bench_methods.py": {
-        "wrong config": ["--out", "{tmp}/out", "--model", "huge"],
+        "wrong config": ["--out", "{tmp}/out", "--profile", "huge"],
         "bad value": ["--out", "{tmp}/out", "--methods", "ppo"],
     },
     "bench/bench_multi_turn.py": {

@@ -236,10 +236,12 @@ def test_training_step_metrics_average_the_reward_extras():
         },
         {},
     ]
+    infos[0]["evaluator_requests"], infos[1]["evaluator_requests"] = 3.0, 1.0
     metrics = reward_extra_metrics(infos)
     assert metrics["reward/pass_rate/mean"] == 0.5 and metrics["reward/acc/mean"] == 0.0
     assert metrics["reward/format_penalized/mean"] == 0.5
     assert metrics["reward/evaluator_failure/count"] == 1.0
+    assert metrics["reward/evaluator_requests/count"] == 4.0  # the step's, one info per episode
 
 
 def test_training_step_metrics_say_what_the_rollout_cost():
@@ -301,3 +303,31 @@ def test_a_broken_ground_truth_is_counted_as_an_evaluator_failure():
     _, extras = score(manager, batch)
     assert extras["evaluator_failure"] == [0.0, 1.0, 1.0] and evaluator.calls == 1
     assert extras["acc"][0] > 0.9 and extras["pass_rate"] == [1.0, 0.0, 0.0]
+
+
+@pytest.mark.parametrize("asynchronous", [True, False], ids=["async", "sync"])
+def test_each_item_reports_the_evaluator_requests_it_sent(monkeypatch, asynchronous):
+    """Counted by the evaluator client as each request leaves (the real sandbox here), also when a
+    synchronous reward function runs in a thread: a program is one request, a response without
+    one none, and concurrent items never count each other's."""
+    from cobalt.reward import score_details
+
+    monkeypatch.setenv("COBALT_EVALUATOR", "local")
+
+    async def scored(**kwargs):
+        return await score_details(**kwargs)
+
+    def scored_in_a_thread(**kwargs):
+        return asyncio.run(score_details(**kwargs))
+
+    batch = make_batch([2, 2, 2])
+    for row in range(3):
+        batch.non_tensor_batch["reward_model"][row] = {
+            "style": "rule",
+            "ground_truth": json.dumps({"inputs": ["1\n"], "outputs": ["1\n"]}),
+        }
+    texts = iter(["ok</think>\n```python\nprint(1)\n```\n", "ok</think>\nno program", "ok</think>\n```python\nprint(2)\n```\n"])
+    manager = make_manager(scored if asynchronous else scored_in_a_thread)
+    manager.tokenizer.decode = lambda ids, skip_special_tokens: next(texts)
+    _, extras = score(manager, batch)
+    assert extras["evaluator_requests"] == [1.0, 0.0, 1.0], extras

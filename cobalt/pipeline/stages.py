@@ -305,21 +305,13 @@ def stop_engine(run: Run) -> None:
         serve.delete(app)
 
 
-def fitted_lengths(profile_name: str, parquet: Path, tokenizer_dir: Path, multiple: int = 64) -> list[str]:
-    """Overrides that shrink the prompt length to the longest prompt of ``parquet`` (rounded up).
-
-    On CPU every row is padded to prompt + response length (no remove-padding kernels), so a
-    profile's 1024-token prompt slot around 250-token prompts triples the cost of each step; the
-    profile's value stays the upper bound (longer prompts are still filtered out by veRL)."""
+def longest_prompt(parquet: Path, tokenizer_dir: Path) -> int:
+    """Tokens of the longest prompt of a veRL parquet, as veRL renders it (chat template, generation prompt)."""
     import pandas as pd
     from transformers import AutoTokenizer
 
-    from cobalt.train.profile import load_profile
-
-    overrides = load_profile(profile_name).overrides
-    limit, response = int(overrides["data.max_prompt_length"]), int(overrides["data.max_response_length"])
     tokenizer = AutoTokenizer.from_pretrained(str(tokenizer_dir))
-    longest = max(
+    return max(
         len(
             tokenizer.apply_chat_template(
                 [dict(m) for m in messages], add_generation_prompt=True, return_dict=False
@@ -327,7 +319,19 @@ def fitted_lengths(profile_name: str, parquet: Path, tokenizer_dir: Path, multip
         )
         for messages in pd.read_parquet(parquet, columns=["prompt"])["prompt"]
     )
-    fitted = min(limit, -(-longest // multiple) * multiple)
+
+
+def fitted_lengths(profile_name: str, parquet: Path, tokenizer_dir: Path, multiple: int = 64) -> list[str]:
+    """Overrides that shrink the prompt length to the longest prompt of ``parquet`` (rounded up).
+
+    On CPU every row is padded to prompt + response length (no remove-padding kernels), so a
+    profile's 1024-token prompt slot around 250-token prompts triples the cost of each step; the
+    profile's value stays the upper bound (longer prompts are still filtered out by veRL)."""
+    from cobalt.train.profile import load_profile
+
+    overrides = load_profile(profile_name).overrides
+    limit, response = int(overrides["data.max_prompt_length"]), int(overrides["data.max_response_length"])
+    fitted = min(limit, -(-longest_prompt(parquet, tokenizer_dir) // multiple) * multiple)
     return [
         f"data.max_prompt_length={fitted}",
         f"actor_rollout_ref.rollout.max_model_len={fitted + response}",

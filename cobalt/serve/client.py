@@ -14,7 +14,10 @@ import dataclasses
 import logging
 import os
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Protocol
 
 from cobalt.common.errors import ConfigError
@@ -24,6 +27,30 @@ log = logging.getLogger("cobalt.serve.client")
 
 class Evaluator(Protocol):
     async def evaluate(self, code: str, test_cases: dict | str) -> dict: ...
+
+
+# The requests sent by the task that opened counted_requests() and by the tasks it starts (they
+# copy its context, and with it this list); None where nothing counts.
+_SENT: ContextVar[list[int] | None] = ContextVar("cobalt_evaluator_requests", default=None)
+
+
+@contextmanager
+def counted_requests() -> Iterator[list[int]]:
+    """Count the evaluator requests this task sends, retries included: ``with counted_requests() as
+    sent: ...`` leaves the number in ``sent[0]``. What a training step's episodes cost the
+    evaluator (``reward/evaluator_requests/count``) is counted here, not computed from turns."""
+    sent = [0]
+    token = _SENT.set(sent)
+    try:
+        yield sent
+    finally:
+        _SENT.reset(token)
+
+
+def _count_request() -> None:
+    sent = _SENT.get()
+    if sent is not None:
+        sent[0] += 1
 
 
 class LocalEvaluator:
@@ -39,6 +66,7 @@ class LocalEvaluator:
         )
 
     async def evaluate(self, code: str, test_cases: dict | str) -> dict:
+        _count_request()
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._pool, self._evaluate, code, test_cases, self._config)
 
@@ -94,6 +122,7 @@ class ServeEvaluator:
         give_up_at = loop.time() + cfg.retry_deadline_s
         delay, attempt = cfg.retry_backoff_s, 1
         while True:
+            _count_request()
             try:
                 return await self._handle.remote(request)
             except self._lost_replica as e:

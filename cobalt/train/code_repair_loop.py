@@ -46,12 +46,13 @@ from cobalt.data.execute import Executor
 from cobalt.data.trajectories import add_turn
 from cobalt.reward.config import reward_config
 from cobalt.reward.score import default_evaluator
+from cobalt.serve.client import counted_requests
 
 log = logging.getLogger("cobalt.train.code_repair_loop")
 
 AGENT_NAME = "cobalt_code_repair"
 TURNS_FIELD = "cobalt_turns"  # extra_fields: the raw text of every assistant turn, in order
-STATS_FIELD = "cobalt_episode"  # extra_fields: {turns, context_cut, public_pass}
+STATS_FIELD = "cobalt_episode"  # extra_fields: {turns, context_cut, public_pass, evaluator_requests}
 
 
 @functools.cache
@@ -104,6 +105,13 @@ class CodeRepairLoop(AgentLoopBase):
         return await self.loop.run_in_executor(None, lambda: builder.build_initial_tokens(conversation))
 
     async def run(self, sampling_params: dict[str, Any], **kwargs) -> list[AgentLoopOutput]:
+        with counted_requests() as sent:  # the turns' public tests; the reward adds its own
+            outputs = await self.episode(sampling_params, **kwargs)
+        for output in outputs:
+            output.extra_fields[STATS_FIELD]["evaluator_requests"] = float(sent[0])
+        return outputs
+
+    async def episode(self, sampling_params: dict[str, Any], **kwargs) -> list[AgentLoopOutput]:
         conversation = [dict(m) for m in kwargs["raw_prompt"]]
         public_tests = _extra_info(kwargs)["public_test_cases"]
         outputs, texts, cut, passed = [], [], False, False

@@ -31,6 +31,7 @@ from cobalt.common.testcases import parse_test_cases, pass_rate
 from cobalt.reward.config import reward_config
 from cobalt.reward.score import default_evaluator, run_tests
 from cobalt.reward.verpo import PassMatrix, VerpoConstants, VerpoEpisode, group_advantages
+from cobalt.serve.client import counted_requests
 from cobalt.train.code_repair_loop import STATS_FIELD, TURNS_FIELD
 from cobalt.train.reward_manager import CobaltRewardManager, extra_info_for
 
@@ -54,6 +55,11 @@ def episode_extras(stats: dict) -> dict:
     return {key: float(stats.get(key, 0.0)) for key in ONLINE_KEYS}
 
 
+def episode_requests(stats: dict) -> float:
+    """The evaluator requests the episode's turns sent (their public tests), as the loop counted them."""
+    return float(stats.get("evaluator_requests", 0.0))
+
+
 class OnlineRewardManager(CobaltRewardManager):
     """GRPO-MT: the COBALT reward of the final turn on the reward's tests."""
 
@@ -68,6 +74,7 @@ class OnlineRewardManager(CobaltRewardManager):
         out = await super().run_single(data)
         _, stats = episode_of(data[-1:][0])
         out["reward_extra_info"].update(episode_extras(stats))
+        out["reward_extra_info"]["evaluator_requests"] += episode_requests(stats)
         return out
 
 
@@ -135,11 +142,13 @@ class VerpoRewardManager(OnlineRewardManager):
         item = data[-1:][0]
         texts, stats = episode_of(item)
         ground_truth = item.non_tensor_batch["reward_model"]["ground_truth"]
-        matrix, failed = await self.pass_matrix(texts, ground_truth)
+        with counted_requests() as sent:
+            matrix, failed = await self.pass_matrix(texts, ground_truth)
         outcome = float(all(matrix[-1]))  # Eq. 11's R_traj
         details = {"pass_rate": sum(matrix[-1]) / len(matrix[-1]), "correctness": outcome, "improvement": 0.0}
         extras = extra_info_for(outcome, details, 0.0, failed, False)
         extras.update(episode_extras(stats), outcome=outcome)
+        extras["evaluator_requests"] = sent[0] + episode_requests(stats)
         extras[PASS_MATRIX] = encode_matrix(matrix)
         return {"reward_score": outcome, "reward_extra_info": extras}
 

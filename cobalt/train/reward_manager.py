@@ -32,6 +32,7 @@ e.g. ``+reward.reward_kwargs.cobalt.timeout_s=120``; see ``configs/train/*.yaml`
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import dataclasses
 import inspect
 import logging
@@ -44,6 +45,7 @@ from verl import DataProto
 from verl.experimental.reward_loop.reward_manager.base import RewardManagerBase
 
 from cobalt.common.config import from_dict
+from cobalt.serve.client import counted_requests
 
 log = logging.getLogger("cobalt.train.reward_manager")
 log.setLevel(logging.INFO)
@@ -60,6 +62,8 @@ EXTRA_KEYS = (
     "evaluator_failure",  # 1 when scoring raised or timed out (score = failure_score), or the
     # reward reported an evaluator error (details["evaluator_error"])
     "evaluator_timeout",  # 1 when scoring timed out
+    "evaluator_requests",  # requests the item sent to the evaluator (counted: cobalt.serve.client);
+    # an online episode's include its turns' public tests
 )
 
 
@@ -154,13 +158,12 @@ class CobaltRewardManager(RewardManagerBase):
         data_source = item.non_tensor_batch["data_source"]
         ground_truth = item.non_tensor_batch["reward_model"]["ground_truth"]
         extra_info = self._extra_info(item)
-        score, details, failed, timed_out = await self._score(data_source, text, ground_truth, extra_info)
+        with counted_requests() as sent:
+            score, details, failed, timed_out = await self._score(data_source, text, ground_truth, extra_info)
         self._maybe_print(data_source, extra_info["is_val"], text, score)
         prev_best = float(extra_info.get("prev_best_pass_rate", 0.0) or 0.0)
-        return {
-            "reward_score": score,
-            "reward_extra_info": extra_info_for(score, details, prev_best, failed, timed_out),
-        }
+        extras = extra_info_for(score, details, prev_best, failed, timed_out)
+        return {"reward_score": score, "reward_extra_info": {**extras, "evaluator_requests": float(sent[0])}}
 
     # ---- outside veRL's loop (tests, bench): a whole batch at once ------------------------------
 
@@ -197,7 +200,10 @@ class CobaltRewardManager(RewardManagerBase):
         )
         if inspect.iscoroutinefunction(self.compute_score) or _is_async_partial(self.compute_score):
             return await self.compute_score(**kwargs)
-        result = await asyncio.get_running_loop().run_in_executor(None, lambda: self.compute_score(**kwargs))
+        context = contextvars.copy_context()  # a thread does not inherit it: the requests count there too
+        result = await asyncio.get_running_loop().run_in_executor(
+            None, lambda: context.run(self.compute_score, **kwargs)
+        )
         return await result if inspect.isawaitable(result) else result
 
     async def _score(self, data_source, text, ground_truth, extra_info) -> tuple[float, dict, bool, bool]:

@@ -6,7 +6,9 @@ registered by :mod:`cobalt.train.verl_plugin`) adds, for every training step,
 ``reward/<key>/mean`` for each key of :data:`cobalt.train.reward_manager.EXTRA_KEYS` (pass rate,
 the reward's parts correctness, improvement and format, format penalty rate, evaluator failure
 and timeout rates, acc; for the online baselines also the episodes' turns, context cuts, public
-passes and VeRPO's outcome and dense terms) and ``reward/evaluator_failure/count``, and ``reward/groups_with_spread/fraction`` (the GRPO groups
+passes and VeRPO's outcome and dense terms), ``reward/evaluator_failure/count`` and
+``reward/evaluator_requests/count`` (counted where they are sent: an online episode's public tests
+and its reward's), and ``reward/groups_with_spread/fraction`` (the GRPO groups
 whose responses did not all score the same: the ones with a learning signal), plus the topology
 the step ran on: ``trainer/world_size`` (FSDP ranks) and ``trainer/rollout_replicas``, and what
 the rollout cost (:func:`rollout_metrics`, read by ``bench/bench_methods.py``).
@@ -57,14 +59,15 @@ warn_if_stale("the cobalt_sync trainer", WRITTEN_FOR)
 
 
 def reward_extra_metrics(infos: list[dict]) -> dict[str, float]:
-    """Means over the items that carry each key; the failure count."""
+    """Means over the items that carry each key; the step's evaluator failures and requests."""
     metrics = {}
     for key in EXTRA_KEYS + ONLINE_KEYS + VERPO_KEYS:  # the online keys only where present
         values = [float(info[key]) for info in infos if isinstance(info, dict) and info.get(key) is not None]
         if values:
             metrics[f"reward/{key}/mean"] = float(np.mean(values))
-    failures = [info.get("evaluator_failure", 0) for info in infos if isinstance(info, dict)]
-    metrics["reward/evaluator_failure/count"] = float(np.sum(failures)) if failures else 0.0
+    for key in ("evaluator_failure", "evaluator_requests"):  # one info per episode: the step's total
+        values = [info.get(key, 0) for info in infos if isinstance(info, dict)]
+        metrics[f"reward/{key}/count"] = float(np.sum(values)) if values else 0.0
     return metrics
 
 
