@@ -33,7 +33,12 @@ T, F = True, False
 
 
 def session(turns, uid="p", session_id=0, cut=0.0, split="train", public_requests=0.0):
-    stats = {"turns": len(turns), "context_cut": cut, "public_pass": 0.0, "evaluator_requests": public_requests}
+    stats = {
+        "turns": len(turns),
+        "context_cut": cut,
+        "public_pass": 0.0,
+        "evaluator_requests": public_requests,
+    }
     fields = np.empty(1, dtype=object)
     fields[0] = {TURNS_FIELD: turns, STATS_FIELD: stats}
     return DataProto.from_dict(

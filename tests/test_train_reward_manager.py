@@ -326,7 +326,13 @@ def test_each_item_reports_the_evaluator_requests_it_sent(monkeypatch, asynchron
             "style": "rule",
             "ground_truth": json.dumps({"inputs": ["1\n"], "outputs": ["1\n"]}),
         }
-    texts = iter(["ok</think>\n```python\nprint(1)\n```\n", "ok</think>\nno program", "ok</think>\n```python\nprint(2)\n```\n"])
+    texts = iter(
+        [
+            "ok</think>\n```python\nprint(1)\n```\n",
+            "ok</think>\nno program",
+            "ok</think>\n```python\nprint(2)\n```\n",
+        ]
+    )
     manager = make_manager(scored if asynchronous else scored_in_a_thread)
     manager.tokenizer.decode = lambda ids, skip_special_tokens: next(texts)
     _, extras = score(manager, batch)
