@@ -172,7 +172,7 @@ def real_inputs(tmp_path):
 def test_the_rehearsal_runs_the_whole_chain_on_real_problems_to_a_report_beside_the_papers_figures(
     real_inputs, tmp_path
 ):
-    """COBALT's chain rehearsed, then GRPO-MT's from its base (check_grpo_mt_rehearsal)."""
+    """COBALT's chain rehearsed, then GRPO-MT's from its base (check_online_rehearsal)."""
     (command,) = commands_of("rehearsal")
     run_dir, home = tmp_path / "run", tmp_path / "home"
     home.mkdir()
@@ -224,7 +224,7 @@ def test_the_rehearsal_runs_the_whole_chain_on_real_problems_to_a_report_beside_
     assert not (home / ".ray").exists()
     # GRPO-MT beside it (issue 47), from this run's problems and base evaluation (--base-run): the
     # check costs its online rows, its GRPO step and the trained model's evaluation only
-    check_grpo_mt_rehearsal(real_inputs, home, tmp_path / "grpo_mt", base_run=run_dir)
+    check_online_rehearsal(real_inputs, home, tmp_path / "grpo_mt", base_run=run_dir)
 
 
 @pytest.mark.slow
@@ -232,24 +232,30 @@ def test_the_rehearsal_runs_the_whole_chain_on_real_problems_to_a_report_beside_
 @pytest.mark.memory_heavy
 @pytest.mark.skipif(
     os.environ.get("COBALT_REHEARSE_GRPO_MT_ALONE") != "1",
-    reason="CI checks GRPO-MT beside COBALT's rehearsal, from its base; COBALT_REHEARSE_GRPO_MT_ALONE=1 runs it alone",
+    reason="CI checks GRPO-MT beside COBALT's rehearsal, from its base; COBALT_REHEARSE_GRPO_MT_ALONE=1 runs "
+    "each online method's alone",
 )
-def test_the_grpo_mt_rehearsal_alone_makes_its_own_base(real_inputs, tmp_path):
-    """GRPO-MT's chain from scratch (its own problems and base evaluation): ~15 min on 2 cores."""
+@pytest.mark.parametrize("method", ["grpo_mt", "verpo_mt"])
+def test_an_online_rehearsal_alone_makes_its_own_base(real_inputs, tmp_path, method):
+    """An online method's chain from scratch (its own problems and base evaluation): ~15 min on 2 cores."""
     home = tmp_path / "home"
     home.mkdir()
-    check_grpo_mt_rehearsal(real_inputs, home, tmp_path / "run")
+    check_online_rehearsal(real_inputs, home, tmp_path / "run", method=method)
 
 
-def check_grpo_mt_rehearsal(real_inputs: Path, home: Path, run_dir: Path, base_run: Path | None = None):
-    """``--rehearse --method grpo_mt`` on the real APPS problems (with ``base_run``: taking that
-    run's problems and base evaluation): no trajectories, one online row per training problem, one
-    GRPO-MT step at its profile's 8 ranks (fewer where memory or cores are short), the same
+def check_online_rehearsal(
+    real_inputs: Path, home: Path, run_dir: Path, base_run: Path | None = None, method: str = "grpo_mt"
+):
+    """``--rehearse --method grpo_mt`` (or ``verpo_mt``) on the real APPS problems (with ``base_run``:
+    taking that run's problems and base evaluation): no trajectories, one online row per training
+    problem, one step at its profile's 8 ranks (fewer where memory or cores are short), the same
     evaluation of the trained model as COBALT's."""
     from cobalt.recipes.paper.report import NOT_KNOWN
+    from cobalt.train.profile import METHOD_NAMES
 
+    profile = f"{method}_qwen3_8b"
     command = (
-        "bash scripts/reproduce_paper.sh --rehearse --method grpo_mt --profile grpo_mt_qwen3_8b "
+        f"bash scripts/reproduce_paper.sh --rehearse --method {method} --profile {profile} "
         "--taco taco_verified.json --lcb test6.jsonl"
     )
     extra = ["--run-dir", str(run_dir), *(["--base-run", str(base_run)] if base_run else [])]
@@ -263,7 +269,7 @@ def check_grpo_mt_rehearsal(real_inputs: Path, home: Path, run_dir: Path, base_r
         assert stages["TACO-verified → problems"] == 0.0, stages  # seconds
     assert not (run_dir / "trajectories").exists()
     commands = report["commands"]
-    assert "--profile grpo_mt_qwen3_8b" in commands["grpo"] and "--rehearse-prompts" in commands["grpo"]
+    assert f"--profile {profile}" in commands["grpo"] and "--rehearse-prompts" in commands["grpo"]
     assert "verl_online/train.parquet" in commands["grpo"]
     # 8 ranks where memory and cores hold them (configs/rehearsal.yaml), else fewer after veRL checked the 8
     ranks = rehearsed_ranks(8)
@@ -273,11 +279,14 @@ def check_grpo_mt_rehearsal(real_inputs: Path, home: Path, run_dir: Path, base_r
     assert ranks == 8 or f"accepts the profile's numbers at its 8 ranks; the step runs on {ranks}" in log
     metrics = json.loads((run_dir / "checkpoints/metrics.jsonl").read_text().splitlines()[-1])["data"]
     assert 1 <= metrics["reward/turns/mean"] <= 3 and "reward/context_cut/mean" in metrics, sorted(metrics)
+    assert "reward/evaluator_requests/count" in metrics  # counted as sent (bench/bench_methods.py reads it)
+    if method == "verpo_mt":  # the per-turn advantages of the whole batch (the cobalt_sync trainer)
+        assert "reward/dense/mean" in metrics and "reward/outcome/mean" in metrics, sorted(metrics)
     for key in ("livecodebench", "taco_dev"):
         assert len(report[key]["pass_at_1"]["trained"]["pass_at_1"]) == 1 + report["setting"]["eval_turns"]
     md = (run_dir / "report/report.md").read_text()
-    assert md.startswith("# GRPO-MT, the paper's chain") and NOT_KNOWN in md
-    assert report["setting"]["method"] == "grpo_mt" and report["setting"]["perturbed_mix"] is None
+    assert md.startswith(f"# {METHOD_NAMES[method]}, the paper's chain") and NOT_KNOWN in md
+    assert report["setting"]["method"] == method and report["setting"]["perturbed_mix"] is None
     assert not (home / ".ray").exists()
 
 
