@@ -379,7 +379,7 @@ def main(argv=None) -> int:
     if args.steps < 2:
         parser.error("--steps: at least 2 (the first step is start-up and is not measured)")
     from cobalt.common.config import from_dict, load_config
-    from cobalt.pipeline.stages import Run
+    from cobalt.pipeline.stages import Run, interrupt_on_sigterm
     from cobalt.recipes.quickstart.config import QuickstartConfig
     from cobalt.recipes.quickstart.run import private_cluster
 
@@ -387,6 +387,7 @@ def main(argv=None) -> int:
     out = Path(args.out).resolve()
     check_resumable(out, {"profile": args.profile, "problems": args.problems, "steps": args.steps})
     run = Run(out / "base", cfg, args.profile, name="bench")
+    interrupt_on_sigterm()  # a SIGTERM stops the run in flight and the bench's Ray head too
     with private_cluster(run):
         inputs = prepare(run)
         run.log(
