@@ -160,7 +160,7 @@ ROWS = (
 )
 
 
-def table(summaries: dict[str, dict], offline: dict | None = None, width: int = 22) -> str:
+def table(summaries: dict[str, dict], offline: dict | None = None, width: int = 25) -> str:
     """The side-by-side table: each cell the median over rounds and [its range]."""
 
     def cell(figure: dict, fmt: str) -> str:
