@@ -110,13 +110,14 @@ def across_rounds(runs: list[dict]) -> dict[str, dict[str, float]]:
     }
 
 
-def offline_cost(stage_seconds: dict[str, float], problems: int, bandit_prompts: int) -> dict[str, float]:
-    """COBALT's offline data, whole and amortized: the trajectories' stages (generation, the
-    feedback turns, the hidden tests), per problem and per bandit prompt they yielded."""
-    missing = [name for name in TRAJECTORY_STAGES if name not in stage_seconds]
+def offline_cost(stages: dict, problems: int, bandit_prompts: int) -> dict[str, float]:
+    """COBALT's offline data, whole and amortized, from the base run's ``stages.json``: the
+    trajectories' stages (generation, the feedback turns, the hidden tests), per problem and per
+    bandit prompt they yielded."""
+    missing = [name for name in TRAJECTORY_STAGES if "seconds" not in stages.get(name, {})]
     if missing:
         raise KeyError(f"no time recorded for {missing}")
-    whole = sum(stage_seconds[name] for name in TRAJECTORY_STAGES)
+    whole = sum(stages[name]["seconds"] for name in TRAJECTORY_STAGES)
     return {
         "whole_s": whole,
         "problems": problems,
@@ -318,11 +319,7 @@ def summarize(out: Path, inputs: Inputs, run, methods: list[str], args) -> dict:
         for method in methods
     }  # fmt: skip
     summaries = {method: across_rounds(figures) for method, figures in runs.items()}
-    offline = offline_cost(
-        {name: stage["seconds"] for name, stage in run.state.items() if isinstance(stage, dict)},
-        inputs.problems,
-        inputs.bandit_prompts,
-    )
+    offline = offline_cost(run.state, inputs.problems, inputs.bandit_prompts)
     return {
         "settings": vars(args) | {"out": str(out)},
         "inputs": {k: str(v) for k, v in dataclasses.asdict(inputs).items()},

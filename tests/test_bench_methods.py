@@ -85,12 +85,16 @@ def test_rounds_give_a_median_and_its_range():
 
 
 def test_the_offline_cost_is_the_trajectories_stages_whole_and_amortized():
-    stages = {name: 10.0 * (i + 1) for i, name in enumerate(bench.TRAJECTORY_STAGES)}
-    stages["base model: deploy engine and evaluator"] = 90.0  # once per head, like veRL's start-up
+    """From the base run's stages.json, as the quickstart's stages write it (the commands beside the times)."""
+    stages = {name: {"seconds": 10.0 * (i + 1)} for i, name in enumerate(bench.TRAJECTORY_STAGES)}
+    stages["base model: deploy engine and evaluator"] = {
+        "seconds": 90.0
+    }  # once per head, like veRL's start-up
+    stages["commands"] = {"trajectories_single": "python scripts/run_single_turn.py ..."}
     cost = bench.offline_cost(stages, problems=4, bandit_prompts=12)
     assert cost["whole_s"] == 60 and cost["per_problem_s"] == 15 and cost["per_example_s"] == 5
     with pytest.raises(KeyError, match="trajectories: hidden tests"):
-        bench.offline_cost({bench.TRAJECTORY_STAGES[0]: 1.0, bench.TRAJECTORY_STAGES[1]: 1.0}, 1, 1)
+        bench.offline_cost({name: {"seconds": 1.0} for name in bench.TRAJECTORY_STAGES[:2]}, 1, 1)
 
 
 def test_ratios_of_medians_to_cobalt_and_the_table():
@@ -104,7 +108,7 @@ def test_ratios_of_medians_to_cobalt_and_the_table():
     got = bench.ratios(summaries)
     assert got["cobalt"]["example_s"] == 1 and got["grpo_mt"]["example_s"] == pytest.approx(25 / 11)
     assert bench.ratios({"grpo_mt": summaries["grpo_mt"]}) == {}  # no baseline, no ratio
-    offline = bench.offline_cost(dict.fromkeys(bench.TRAJECTORY_STAGES, 20.0), 2, 6)
+    offline = bench.offline_cost({name: {"seconds": 20.0} for name in bench.TRAJECTORY_STAGES}, 2, 6)
     text = bench.table(summaries, offline)
     assert "11.0 [10.0-12.0]" in text and "25.0 [20.0-30.0]" in text
     assert "grpo_mt / cobalt: example_s 2.27x" in text
