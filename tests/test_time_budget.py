@@ -137,3 +137,22 @@ def test_a_broken_budget_file_is_a_usage_error_naming_the_file(tmp_path):
     )
     assert done.returncode == pytest.ExitCode.USAGE_ERROR
     assert "budgets.yaml" in done.stderr and "default_s" in done.stderr
+
+
+def test_every_budget_names_a_test_that_exists():
+    """A renamed test loses its budget silently (it falls back to the default and fails its run):
+    each key names a test function of its file, with a parameter id where the test has them."""
+    import ast
+
+    budgets = yaml.safe_load((TESTS_DIR / "time_budgets.yaml").read_text())["tests"]
+    stale = []
+    for nodeid in budgets:
+        path, _, name = nodeid.partition("::")
+        function = name.split("[")[0]
+        source = TESTS_DIR.parent / path
+        tree = ast.parse(source.read_text()) if source.exists() else ast.Module(body=[], type_ignores=[])
+        found = [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == function]
+        parametrized = any("parametrize" in ast.unparse(d) for n in found for d in n.decorator_list)
+        if not found or parametrized != ("[" in name):
+            stale.append(nodeid)
+    assert not stale, stale
