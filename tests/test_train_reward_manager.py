@@ -320,20 +320,18 @@ def test_each_item_reports_the_evaluator_requests_it_sent(monkeypatch, asynchron
     def scored_in_a_thread(**kwargs):
         return asyncio.run(score_details(**kwargs))
 
-    batch = make_batch([2, 2, 2])
+    batch = make_batch([2, 3, 4])  # each item's text by its length: decoding runs in threads, any order
     for row in range(3):
         batch.non_tensor_batch["reward_model"][row] = {
             "style": "rule",
             "ground_truth": json.dumps({"inputs": ["1\n"], "outputs": ["1\n"]}),
         }
-    texts = iter(
-        [
-            "ok</think>\n```python\nprint(1)\n```\n",
-            "ok</think>\nno program",
-            "ok</think>\n```python\nprint(2)\n```\n",
-        ]
-    )
+    texts = {
+        2: "ok</think>\n```python\nprint(1)\n```\n",
+        3: "ok</think>\nno program",
+        4: "ok</think>\n```python\nprint(2)\n```\n",
+    }
     manager = make_manager(scored if asynchronous else scored_in_a_thread)
-    manager.tokenizer.decode = lambda ids, skip_special_tokens: next(texts)
+    manager.tokenizer.decode = lambda ids, skip_special_tokens: texts[len(ids)]
     _, extras = score(manager, batch)
     assert extras["evaluator_requests"] == [1.0, 0.0, 1.0], extras
