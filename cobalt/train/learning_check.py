@@ -45,6 +45,7 @@ from cobalt.common.errors import DataError
 from cobalt.common.jsonl import read_numbered_jsonl
 
 REWARD_KEY = "critic/score/mean"
+FAILURES_KEY = "reward/evaluator_failure/count"  # responses scored as failing for want of the evaluator
 VAL_KEY = r"^val-core/.+/acc/mean@\d+$"
 # what the verdict measures in the learning check (its validation files are its training files)
 VAL_NAME = "reward on the training prompts at temperature 0.6"
@@ -80,6 +81,9 @@ class Verdict:
     val_gain: float
     criteria: Criteria
     reasons: list[str]  # why it failed (empty when it passed)
+    # step -> responses scored as failing for want of the evaluator (reported beside the rewards: a
+    # step full of them is the evaluator's trouble, not the policy's)
+    evaluator_failures: dict[int, float] = dataclasses.field(default_factory=dict)
 
     def as_dict(self) -> dict:
         return {**dataclasses.asdict(self), "criteria": dataclasses.asdict(self.criteria)}
@@ -237,6 +241,7 @@ def judge(
         val_gain=val_gain,
         criteria=criteria,
         reasons=reasons,
+        evaluator_failures={step: n for step, n in series(metrics, FAILURES_KEY).items() if step in rewards},
     )
 
 
@@ -244,10 +249,17 @@ def _paired(prompts: int) -> str:
     return f", paired over {prompts} prompts" if prompts else ""
 
 
+def _failures(count: float) -> str:
+    return f"  ({count:g} scored as failing for want of the evaluator)" if count else ""
+
+
 def report(verdict: Verdict) -> str:
     c = verdict.criteria
     lines = [f"reward per step ({c.reward_key}):"]
-    lines += [f"  step {step:3d}  {value:+.4f}" for step, value in verdict.rewards.items()]
+    lines += [
+        f"  step {step:3d}  {value:+.4f}{_failures(verdict.evaluator_failures.get(step, 0))}"
+        for step, value in verdict.rewards.items()
+    ]
     lines.append(
         f"first {c.window} steps {verdict.first_mean:+.4f}, last {c.window} steps {verdict.last_mean:+.4f}"
         f"{_paired(verdict.paired_prompts)}: gain {verdict.gain:+.4f} "
