@@ -5,6 +5,7 @@ scale stretches every budget. Each case is a pytest run of its own on a planted 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -91,6 +92,22 @@ def test_the_budget_holds_under_two_workers(tmp_path):
     done = run_planted(tmp_path, sleep_s=1.0, budget_s=0.4, workers=2)
     assert done.returncode == 1, done.stdout + done.stderr
     assert "time budget exceeded: test_planted.py::test_planted_sleeper" in done.stdout
+
+
+def test_under_two_workers_the_summary_says_what_each_worker_did(tmp_path):
+    """Where a run's time went: each worker's busy time and when its last test ended (CI's log
+    shows whether one worker's serial tests set the run's length)."""
+    done = run_planted(tmp_path, sleep_s=1.0, budget_s=10, workers=2)
+    assert done.returncode == 0, done.stdout + done.stderr
+    line = next(line for line in done.stdout.splitlines() if line.startswith("workers ("))
+    busy = {w: float(s) for w, s in re.findall(r"(gw\d) busy (\d+) s", line)}
+    # xdist hands the two tests to whichever workers ask; the sleeper's second is on one of them
+    assert busy and set(busy) <= {"gw0", "gw1"} and max(busy.values()) >= 1, line
+
+
+def test_one_process_prints_no_worker_summary(tmp_path):
+    done = run_planted(tmp_path, sleep_s=0.0, budget_s=10)
+    assert done.returncode == 0 and "workers (" not in done.stdout, done.stdout
 
 
 def test_a_slow_machine_stretches_the_budget(tmp_path):

@@ -30,6 +30,8 @@ SCALE_VARIABLE = "COBALT_SPEED_SCALE"  # set by the controller, inherited by xdi
 _started = pytest.StashKey[float]()
 _spent = pytest.StashKey[float]()
 _times: dict[str, float] = {}  # test id -> seconds, in the process that reports
+# under xdist, on the controller: worker -> (start, stop) wall-clock seconds of each test phase it ran
+_spans: dict[str, list[tuple[float, float]]] = {}
 
 
 def calibration_s(tries: int = 5) -> float:
@@ -75,6 +77,7 @@ def pytest_configure(config):
     budgets["scale"] = float(os.environ[SCALE_VARIABLE])
     budgets["path"] = path
     config.stash[_started] = time.monotonic()
+    budgets["started_at"] = time.time()  # the workers' reports carry wall-clock times
     config._cobalt_budgets = budgets
 
 
@@ -108,6 +111,21 @@ def pytest_runtest_makereport(item, call):
 def pytest_runtest_logreport(report):
     """The controller's record of each test's time (under xdist the workers judge the budgets)."""
     _times[report.nodeid] = _times.get(report.nodeid, 0.0) + report.duration
+    worker = getattr(report, "worker_id", None)  # set on the reports xdist's workers send
+    if worker is not None:
+        _spans.setdefault(worker, []).append((report.start, report.stop))
+
+
+def workers_line(spans: dict[str, list[tuple[float, float]]], started_at: float, elapsed: float) -> str:
+    """Each worker's busy seconds and when its last test ended: a worker that ends long before the
+    run does, or sits idle in it, shows where the other's serial tests (tests/run_alone.py) set the
+    run's length."""
+    parts = []
+    for worker, phases in sorted(spans.items()):
+        busy = sum(stop - start for start, stop in phases)
+        ended = max(stop for _, stop in phases) - started_at
+        parts.append(f"{worker} busy {busy:.0f} s, its last test ended at {ended:.0f} s")
+    return f"workers ({elapsed:.0f} s in all): " + "; ".join(parts)
 
 
 def suite_limit_s(budgets: dict) -> float:
@@ -135,6 +153,8 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
         f"time budgets: the run took {elapsed:.0f} s of its {limit:.0f} s; machine speed scale "
         f"{budgets['scale']:.2f}{measured} (reference {budgets['reference_calibration_s']:.3f} s)"
     )
+    if _spans:
+        terminalreporter.write_line(workers_line(_spans, budgets["started_at"], elapsed))
     if elapsed > limit:
         terminalreporter.write_line(
             f"time budget exceeded: the whole run took {elapsed:.0f} s, more than its limit of "
