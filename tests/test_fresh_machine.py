@@ -18,7 +18,8 @@ import pytest
 from proc_helpers import live_processes
 
 pytest.importorskip("ray")
-pytestmark = pytest.mark.slow
+# the tests that start Ray heads of their own are slow (they run alone: tests/run_alone.py); the
+# file and import checks are light
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -54,6 +55,7 @@ def fresh_env(home: Path, **extra: str) -> dict[str, str]:
     return {**env, "HOME": str(home), "PYTHONPATH": str(ROOT), "RAY_USAGE_STATS_ENABLED": "0", **extra}
 
 
+@pytest.mark.slow
 def test_launcher_private_head_works_in_an_empty_home(tmp_path):
     """Before cobalt.serve.cluster, `ray start --head` found no token in an empty HOME and the
     launcher stopped with `ray start exited with 1` (RAY_AUTH_MODE=token came from the profile)."""
@@ -72,6 +74,7 @@ def test_launcher_private_head_works_in_an_empty_home(tmp_path):
     assert list(home.iterdir()) == [], "nothing may be written into the user's HOME (~/.ray)"
 
 
+@pytest.mark.slow
 def test_joining_by_address_uses_the_clusters_token_as_ray_documents(tmp_path):
     """A driver given the address and RAY_AUTH_TOKEN_PATH (no RAY_AUTH_MODE) joins, on loopback:
     the node, the address it dials and every port the head's processes listen on."""
@@ -151,6 +154,7 @@ def session_members(sid: int) -> list[int]:
     return live_processes(lambda entry: os.getsid(int(entry.name)) == sid)
 
 
+@pytest.mark.slow
 def test_a_private_head_does_not_outlive_its_owner(tmp_path):
     """An owner killed with SIGKILL (no `finally` runs) still takes its head down."""
     owner = subprocess.Popen(
@@ -222,6 +226,7 @@ def test_setup_installed_the_heavy_packages_with_their_bytecode(package):
     assert Path(importlib.util.cache_from_source(origin)).is_file(), f"{package}: no bytecode beside {origin}"
 
 
+@pytest.mark.slow
 def test_a_connected_driver_still_stops_gracefully_on_sigterm(tmp_path):
     """Regression: ``ray.init`` replaced the driver's SIGTERM handler by Ray's crash handler, so
     the quickstart, asked to stop, aborted (exit 134) without stopping its commands: an orphaned
