@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from cobalt.common.cli import ArgumentParser  # noqa: E402
-from cobalt.train.learning_check import VAL_MARGINS, Criteria, judge, read_metrics, read_rollouts  # noqa: E402
+from cobalt.train.learning_check import CRITERIA, Criteria, judge, read_metrics, read_rollouts  # noqa: E402
 
 KINDS = {"learn": [], "null": ["actor_rollout_ref.actor.optim.lr=0"]}
 
@@ -53,14 +53,21 @@ def gains(run_dir: Path) -> tuple[float, float]:
     return verdict.gain, verdict.val_gain
 
 
-def reward_passes(gain: float, criteria: Criteria) -> bool:
-    return criteria.margin is None or gain >= criteria.margin
-
-
 def tail(values: list[float], margin: float, above: bool) -> float:
     """P(X >= margin) (above) or P(X < margin) under a normal fit of ``values``."""
     dist = statistics.NormalDist(statistics.mean(values), statistics.stdev(values))
     return 1 - dist.cdf(margin) if above else dist.cdf(margin)
+
+
+def error_rates(val: tuple[float, float], reward: tuple[float, float] | None, either: bool) -> tuple[float, float]:
+    """(false pass, false fail) of the verdict from each judged gain's own (false pass, false fail),
+    the gains taken as independent: with ``either`` one gain passes a run, else both must (the
+    ``either`` rule's floor on the validation is left out: it only lowers the false-pass rate)."""
+    if reward is None:
+        return val
+    if either:
+        return 1 - (1 - val[0]) * (1 - reward[0]), val[1] * reward[1]
+    return val[0] * reward[0], 1 - (1 - val[1]) * (1 - reward[1])
 
 
 def summary(out: Path, seeds: list[int], criteria: Criteria) -> str:
@@ -72,17 +79,17 @@ def summary(out: Path, seeds: list[int], criteria: Criteria) -> str:
     ]
     for kind, by_seed in runs.items():
         for seed, (g, v) in by_seed.items():
-            passes = reward_passes(g, criteria) and v >= criteria.val_margin
+            passes = criteria.passes(g, v)
             lines.append(f"| {kind} | {seed} | {g:+.3f} | {v:+.3f} | {'yes' if passes else 'no'} |")
     learn, null = runs["learn"].values(), runs["null"].values()
     if min(len(learn), len(null)) >= 2:
         col = lambda rows, i: [r[i] for r in rows]  # noqa: E731
-        reward_judged = criteria.margin is not None
-        false_pass = tail(col(null, 1), criteria.val_margin, True)
-        false_fail = tail(col(learn, 1), criteria.val_margin, False)
-        if reward_judged:
-            false_pass *= tail(col(null, 0), criteria.margin, True)
-            false_fail = 1 - (1 - tail(col(learn, 0), criteria.margin, False)) * (1 - false_fail)
+        false_pass, false_fail = error_rates(
+            (tail(col(null, 1), criteria.val_margin, True), tail(col(learn, 1), criteria.val_margin, False)),
+            None if criteria.margin is None else
+            (tail(col(null, 0), criteria.margin, True), tail(col(learn, 0), criteria.margin, False)),
+            criteria.either,
+        )  # fmt: skip
         for name, i, margin in (("reward", 0, criteria.margin), ("training prompts", 1, criteria.val_margin)):
             lines.append(f"{name}: null {min(col(null, i)):+.3f}..{max(col(null, i)):+.3f} "
                          f"(mean {statistics.mean(col(null, i)):+.3f}, sd {statistics.stdev(col(null, i)):.3f}), "
@@ -107,7 +114,7 @@ def main(argv=None) -> int:
         for seed in args.seeds:
             for kind in KINDS:
                 run(args.out.resolve(), kind, seed, args.method)
-    print(summary(args.out, args.seeds, Criteria(val_margin=VAL_MARGINS[args.method])))
+    print(summary(args.out, args.seeds, CRITERIA[args.method]))
     return 0
 
 

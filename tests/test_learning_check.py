@@ -22,6 +22,7 @@ import pytest
 from proc_helpers import processes_using, wait_until
 
 from cobalt.train.learning_check import (
+    CRITERIA,
     Criteria,
     Unjudgeable,
     judge,
@@ -241,19 +242,31 @@ def test_the_report_shows_each_steps_evaluator_failures(tmp_path, capsys):
     assert saved["evaluator_failures"]["4"] == 3.0 and saved["evaluator_failures"]["1"] == 0.0
 
 
-def test_each_method_is_judged_on_its_own_calibrated_margin(tmp_path, capsys):
-    """GRPO-MT's runs without learning spread wider than COBALT's, so its check has its own margin
-    (bench/calibrate_learning_check.py --method grpo_mt); an explicit --val-margin still wins."""
-    from cobalt.train.learning_check import VAL_MARGINS
-
-    assert VAL_MARGINS["grpo_mt"] > VAL_MARGINS["cobalt"] == Criteria().val_margin
-    between = (VAL_MARGINS["cobalt"] + VAL_MARGINS["grpo_mt"]) / 2
-    metrics = write_metrics(tmp_path / "m.jsonl", [0.0] * 8, {0: 0.0, 8: between})
-    assert main([str(metrics)]) == 0  # COBALT's, the default
-    assert main([str(metrics), "--method", "cobalt"]) == 0
-    assert main([str(metrics), "--method", "grpo_mt"]) == 1
-    assert f"is below the margin {VAL_MARGINS['grpo_mt']}" in capsys.readouterr().out
-    assert main([str(metrics), "--method", "grpo_mt", "--val-margin", str(VAL_MARGINS["cobalt"])]) == 0
+def test_each_method_is_judged_on_its_own_calibrated_criteria(tmp_path, capsys):
+    """GRPO-MT's runs without learning spread wider than COBALT's on the training prompts, so its
+    check has its own margin there, and also passes on the paired training reward, whose null and
+    learning runs lie far apart (bench/calibrate_learning_check.py --method grpo_mt); an explicit
+    margin still wins."""
+    cobalt, grpo_mt = CRITERIA["cobalt"], CRITERIA["grpo_mt"]
+    assert grpo_mt.val_margin > cobalt.val_margin == Criteria().val_margin and cobalt.margin is None
+    between = (cobalt.val_margin + grpo_mt.val_margin) / 2
+    flat = write_metrics(tmp_path / "flat.jsonl", [0.0] * 8, {0: 0.0, 8: between})
+    assert main([str(flat)]) == 0  # COBALT's, the default
+    assert main([str(flat), "--method", "cobalt"]) == 0
+    assert main([str(flat), "--method", "grpo_mt"]) == 1
+    out = capsys.readouterr().out
+    assert f"is below the margin {grpo_mt.val_margin}" in out and f"is below the margin {grpo_mt.margin}" in out
+    assert main([str(flat), "--method", "grpo_mt", "--val-margin", str(cobalt.val_margin)]) == 0
+    # the training reward alone passes GRPO-MT's check; COBALT's reports it, does not judge it
+    rising = write_metrics(tmp_path / "rising.jsonl", [0.0] * 4 + [0.02] * 4, {0: 0.0, 8: 0.0})
+    capsys.readouterr()
+    assert main([str(rising), "--method", "grpo_mt"]) == 0
+    assert "LEARNED: the training reward or the reward on the training prompts" in capsys.readouterr().out
+    assert main([str(rising), "--method", "cobalt"]) == 1
+    assert main([str(rising), "--method", "grpo_mt", "--margin", "0.03"]) == 1
+    # ... unless the reward on the training prompts fell (a policy collapsed at temperature 0.6)
+    collapsed = write_metrics(tmp_path / "collapsed.jsonl", [0.0] * 4 + [0.02] * 4, {0: 0.3, 8: 0.05})
+    assert main([str(collapsed), "--method", "grpo_mt"]) == 1
 
 
 def test_the_sign_flipped_estimator_is_grpos_advantage_negated():
@@ -545,11 +558,11 @@ def test_learning_check_fails_when_rewards_go_to_the_wrong_responses(tmp_path):
     assert "NOT LEARNED" in proc.stdout
 
 
-# CI's GRPO-MT check: a second seed when the first falls short. Its margin (0.16) was calibrated on
-# one warmed-up policy; the policy CI warms up differs from machine to machine, and on some the
-# gain of a learning run lands near the margin (CI: +0.045 and +0.006 where an idle run of the
-# same code gained +0.21). Two tries of a run at lr 0 pass about 2.2 % of the time under the
-# calibration's normal fit (1.1 % each); docs/training.md, "The GRPO-MT check".
+# CI's GRPO-MT check: a second seed when the first falls short. Its criteria were calibrated on one
+# warmed-up policy; the policy CI warms up differs from machine to machine, and on some the gains of
+# learning runs land near the margins (CI: +0.045 on the training prompts and +0.009 paired where a
+# run of the same code here gained +0.21 and +0.04). A run at lr 0 passes one of two tries about
+# twice as often as one (CRITERIA's rates: docs/training.md, "The GRPO-MT check").
 GRPO_MT_SEEDS = (1, 2)
 
 

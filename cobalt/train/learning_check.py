@@ -16,6 +16,9 @@ first (step 0, before any update) by at least ``val_margin``. The learning check
 lower-noise reading of the reward on the prompts it trains on, not a held-out score: the report
 says so (``VAL_NAME``).
 
+Each method has its own criteria (``CRITERIA``, ``--method``): GRPO-MT's check also passes when the
+paired training reward below rose by its margin and the validation did not fall.
+
 The report also gives the training reward's gain: the mean over the last ``window`` steps minus
 that over the first ``window`` -- window means, not one step. It is judged only when ``margin`` is
 set: on 8 steps of 8 prompts it is too noisy to gate on (a learning run in CI gained -0.020 while
@@ -51,12 +54,6 @@ VAL_KEY = r"^val-core/.+/acc/mean@\d+$"
 VAL_NAME = "reward on the training prompts at temperature 0.6"
 
 
-# The margin on the training prompts' reward per method: COBALT's from five null and five learning
-# runs of its check, GRPO-MT's from its own (bench/calibrate_learning_check.py --method grpo_mt),
-# whose null runs spread wider (docs/benchmarks.md, "The learning check").
-VAL_MARGINS = {"cobalt": 0.10, "grpo_mt": 0.16}
-
-
 @dataclasses.dataclass(frozen=True)
 class Criteria:
     # Margins: between the gains of runs that cannot learn (lr = 0) and of runs that do, five seeds
@@ -64,9 +61,31 @@ class Criteria:
     # false-fail rates they give: docs/benchmarks.md, "The learning check").
     window: int = 4  # steps averaged at each end
     margin: float | None = None  # training reward gain (paired by prompt) required; None: reported only
-    val_margin: float = VAL_MARGINS["cobalt"]  # last validation score minus the first, at least
+    val_margin: float = 0.10  # last validation score minus the first, at least
     reward_key: str = REWARD_KEY
     val_key: str = VAL_KEY  # a regular expression; matching keys of one step are averaged
+    # with a margin: the training reward's gain passes a run on its own, unless the validation fell
+    # (else both gains must reach their margins)
+    either: bool = False
+
+    def passes(self, gain: float, val_gain: float) -> bool:
+        reward_ok = self.margin is None or gain >= self.margin
+        val_ok = val_gain >= self.val_margin
+        if self.either and self.margin is not None:
+            return val_ok or (reward_ok and val_gain >= 0)
+        return reward_ok and val_ok
+
+
+# Each method's criteria (docs/benchmarks.md, "The learning check"). COBALT's: the reward on the
+# training prompts, from five null and five learning runs. GRPO-MT's null runs spread twice as wide
+# there (0.16), and where its policy starts high the gain lands near that margin, so its check
+# also passes on the paired training reward, whose null runs never reached -0.003 and whose
+# learning runs never fell below +0.024, if the training prompts' reward did not fall (a run at
+# lr 1e-3 collapsed there, -0.25, with its training reward +0.015; docs/benchmarks.md).
+CRITERIA = {
+    "cobalt": Criteria(),
+    "grpo_mt": Criteria(margin=0.01, val_margin=0.16, either=True),
+}
 
 
 @dataclasses.dataclass
@@ -220,6 +239,7 @@ def judge(
     val_steps = sorted(validation)
     val_gain = validation[val_steps[-1]] - validation[val_steps[0]]
     reasons = []
+    passed = criteria.passes(gain, val_gain)
     if criteria.margin is not None and not gain >= criteria.margin:
         reasons.append(
             f"reward gain {gain:+.3f} (last {criteria.window} steps {last_mean:.3f} - first "
@@ -231,7 +251,7 @@ def judge(
             f"step {val_steps[0]}: {validation[val_steps[0]]:.3f}) is below the margin {criteria.val_margin}"
         )
     return Verdict(
-        passed=not reasons,
+        passed=passed,
         rewards=rewards,
         first_mean=first_mean,
         last_mean=last_mean,
@@ -240,7 +260,7 @@ def judge(
         validation=validation,
         val_gain=val_gain,
         criteria=criteria,
-        reasons=reasons,
+        reasons=[] if passed else reasons,
         evaluator_failures={step: n for step, n in series(metrics, FAILURES_KEY).items() if step in rewards},
     )
 
@@ -271,11 +291,20 @@ def report(verdict: Verdict) -> str:
         f"(margin {c.val_margin})"
     )
     if verdict.passed:
-        judged = f"the {VAL_NAME}" if c.margin is None else f"the training reward and the {VAL_NAME}"
+        judged = f"the {VAL_NAME}"
+        if c.margin is not None:
+            judged = f"the training reward {'or' if c.either else 'and'} {judged}"
         lines.append(f"LEARNED: {judged} rose by at least the margin")
     else:
         lines += ["NOT LEARNED:"] + [f"  {reason}" for reason in verdict.reasons]
     return "\n".join(lines)
+
+
+def _margins(criteria: Criteria) -> str:
+    val = f"{VAL_NAME} +{criteria.val_margin}"
+    if criteria.margin is None:
+        return val
+    return f"{val} {'or' if criteria.either else 'and'} paired training reward +{criteria.margin}"
 
 
 def main(argv=None) -> int:
@@ -293,31 +322,37 @@ def main(argv=None) -> int:
     )
     parser.add_argument("--window", type=int, default=defaults.window, help="steps averaged at each end")
     parser.add_argument(
-        "--margin",
-        type=float,
-        default=defaults.margin,
-        help="also require this training reward gain (default: reported, not judged)",
+        "--method",
+        choices=sorted(CRITERIA),
+        default="cobalt",
+        help="the check's method: its calibrated margins (default %(default)s): "
+        + "; ".join(f"{m}: {_margins(c)}" for m, c in CRITERIA.items()),
     )
     parser.add_argument(
-        "--method",
-        choices=sorted(VAL_MARGINS),
-        default="cobalt",
-        help="the check's method: its calibrated --val-margin (cobalt %(default)s)",
+        "--margin",
+        type=float,
+        default=None,
+        help="the training reward gain required (default: the method's; cobalt's is reported, not judged)",
     )
     parser.add_argument(
         "--val-margin",
         type=float,
         default=None,
-        help=f"required gain of the {VAL_NAME} (veRL's validation; default: the method's, "
-        + ", ".join(f"{m} {v}" for m, v in VAL_MARGINS.items())
-        + ")",
+        help=f"required gain of the {VAL_NAME} (veRL's validation; default: the method's)",
     )
     parser.add_argument("--reward-key", default=defaults.reward_key, help="per-step training reward metric")
     parser.add_argument("--val-key", default=defaults.val_key, help="regex of the validation metric(s)")
     parser.add_argument("--json", metavar="FILE", help="also write the verdict as JSON here")
     args = parser.parse_args(argv)
-    val_margin = VAL_MARGINS[args.method] if args.val_margin is None else args.val_margin
-    criteria = Criteria(args.window, args.margin, val_margin, args.reward_key, args.val_key)
+    method = CRITERIA[args.method]
+    criteria = dataclasses.replace(
+        method,
+        window=args.window,
+        margin=method.margin if args.margin is None else args.margin,
+        val_margin=method.val_margin if args.val_margin is None else args.val_margin,
+        reward_key=args.reward_key,
+        val_key=args.val_key,
+    )
     try:
         rollouts = read_rollouts(args.rollouts) if args.rollouts else None
         verdict = judge(read_metrics(args.metrics), criteria, rollouts)
