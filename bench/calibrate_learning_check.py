@@ -59,7 +59,9 @@ def tail(values: list[float], margin: float, above: bool) -> float:
     return 1 - dist.cdf(margin) if above else dist.cdf(margin)
 
 
-def error_rates(val: tuple[float, float], reward: tuple[float, float] | None, either: bool) -> tuple[float, float]:
+def error_rates(
+    val: tuple[float, float], reward: tuple[float, float] | None, either: bool
+) -> tuple[float, float]:
     """(false pass, false fail) of the verdict from each judged gain's own (false pass, false fail),
     the gains taken as independent: with ``either`` one gain passes a run, else both must (the
     ``either`` rule's floor on the validation is left out: it only lowers the false-pass rate)."""

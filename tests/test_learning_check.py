@@ -255,7 +255,9 @@ def test_each_method_is_judged_on_its_own_calibrated_criteria(tmp_path, capsys):
     assert main([str(flat), "--method", "cobalt"]) == 0
     assert main([str(flat), "--method", "grpo_mt"]) == 1
     out = capsys.readouterr().out
-    assert f"is below the margin {grpo_mt.val_margin}" in out and f"is below the margin {grpo_mt.margin}" in out
+    assert (
+        f"is below the margin {grpo_mt.val_margin}" in out and f"is below the margin {grpo_mt.margin}" in out
+    )
     assert main([str(flat), "--method", "grpo_mt", "--val-margin", str(cobalt.val_margin)]) == 0
     # the training reward alone passes GRPO-MT's check; COBALT's reports it, does not judge it
     rising = write_metrics(tmp_path / "rising.jsonl", [0.0] * 4 + [0.02] * 4, {0: 0.0, 8: 0.0})
