@@ -1,7 +1,7 @@
 """The learning check's verdict: did a GRPO run make the policy better? Reads veRL's metrics file.
 
     python -m cobalt.train.learning_check runs/learning_check/<id>/metrics.jsonl
-           [--rollouts runs/learning_check/<id>/rollouts] [--window 4] [--val-margin 0.1]
+           [--rollouts runs/learning_check/<id>/rollouts] [--method cobalt|grpo_mt] [--window 4] [--val-margin 0.1]
            [--margin M] [--reward-key critic/score/mean]
 
 ``scripts/learning_check.sh`` trains (``configs/train/learning_check.yaml``) and then runs this.
@@ -312,7 +312,7 @@ def main(argv=None) -> int:
     parser = ArgumentParser(
         description="Verdict of the learning check on veRL's metrics JSONL (trainer.logger 'file'): "
         "exit 0 when the validation reward (in the learning check: on its training prompts) rose by "
-        "the margin (and, with --margin, the training reward too); 1 when not; 2 when the file cannot be judged."
+        "the margin, or as the method's criteria say (--method, --margin); 1 when not; 2 when the file cannot be judged."
     )
     parser.add_argument("metrics", help="veRL's file-logger JSONL (VERL_FILE_LOGGER_PATH)")
     parser.add_argument(
