@@ -17,7 +17,8 @@ lower-noise reading of the reward on the prompts it trains on, not a held-out sc
 says so (``VAL_NAME``).
 
 Each method has its own criteria (``CRITERIA``, ``--method``): GRPO-MT's check also passes when the
-paired training reward below rose by its margin and the validation did not fall.
+paired training reward below rose by its margin and the validation did not fall by more than its
+floor.
 
 The report also gives the training reward's gain: the mean over the last ``window`` steps minus
 that over the first ``window`` -- window means, not one step. It is judged only when ``margin`` is
@@ -65,26 +66,32 @@ class Criteria:
     reward_key: str = REWARD_KEY
     val_key: str = VAL_KEY  # a regular expression; matching keys of one step are averaged
     # with a margin: the training reward's gain passes a run on its own, unless the validation fell
-    # (else both gains must reach their margins)
+    # by more than ``val_floor`` (else both gains must reach their margins)
     either: bool = False
+    val_floor: float = 0.0
 
     def passes(self, gain: float, val_gain: float) -> bool:
         reward_ok = self.margin is None or gain >= self.margin
         val_ok = val_gain >= self.val_margin
         if self.either and self.margin is not None:
-            return val_ok or (reward_ok and val_gain >= 0)
+            return val_ok or (reward_ok and not self.collapsed(val_gain))
         return reward_ok and val_ok
+
+    def collapsed(self, val_gain: float) -> bool:
+        """The validation fell past the floor: the training reward alone cannot pass the run."""
+        return val_gain < -self.val_floor
 
 
 # Each method's criteria (docs/benchmarks.md, "The learning check"). COBALT's: the reward on the
 # training prompts, from five null and five learning runs. GRPO-MT's null runs spread twice as wide
 # there (0.16), and where its policy starts high the gain lands near that margin, so its check
 # also passes on the paired training reward, whose null runs never reached -0.003 and whose
-# learning runs never fell below +0.024, if the training prompts' reward did not fall (a run at
-# lr 1e-3 collapsed there, -0.25, with its training reward +0.015; docs/benchmarks.md).
+# learning runs never fell below +0.024, unless the training prompts' reward fell by more than 0.10:
+# a run at lr 1e-3 collapsed there, -0.25, with its training reward +0.015, while runs that learn
+# (paired +0.10) and runs at lr 0 land anywhere from -0.03 to +0.11 (docs/benchmarks.md).
 CRITERIA = {
     "cobalt": Criteria(),
-    "grpo_mt": Criteria(margin=0.01, val_margin=0.16, either=True),
+    "grpo_mt": Criteria(margin=0.01, val_margin=0.16, either=True, val_floor=0.10),
 }
 
 
@@ -250,6 +257,11 @@ def judge(
             f"{VAL_NAME}: gain {val_gain:+.3f} (step {val_steps[-1]}: {validation[val_steps[-1]]:.3f}, "
             f"step {val_steps[0]}: {validation[val_steps[0]]:.3f}) is below the margin {criteria.val_margin}"
         )
+    if criteria.either and criteria.margin is not None and criteria.collapsed(val_gain):
+        reasons.append(
+            f"{VAL_NAME} fell {val_gain:+.3f}, past the floor -{criteria.val_floor}: the training reward "
+            "alone does not pass a run whose policy collapsed"
+        )
     return Verdict(
         passed=passed,
         rewards=rewards,
@@ -304,7 +316,9 @@ def _margins(criteria: Criteria) -> str:
     val = f"{VAL_NAME} +{criteria.val_margin}"
     if criteria.margin is None:
         return val
-    return f"{val} {'or' if criteria.either else 'and'} paired training reward +{criteria.margin}"
+    if not criteria.either:
+        return f"{val} and paired training reward +{criteria.margin}"
+    return f"{val} or paired training reward +{criteria.margin} (if the first fell less than {criteria.val_floor})"
 
 
 def main(argv=None) -> int:
