@@ -318,7 +318,7 @@ def _margins(criteria: Criteria) -> str:
         return val
     if not criteria.either:
         return f"{val} and paired training reward +{criteria.margin}"
-    return f"{val} or paired training reward +{criteria.margin} (if the first fell less than {criteria.val_floor})"
+    return f"{val} or paired training reward +{criteria.margin} (if the first fell by no more than {criteria.val_floor})"
 
 
 def main(argv=None) -> int:
