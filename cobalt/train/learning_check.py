@@ -73,13 +73,17 @@ class Criteria:
     def passes(self, gain: float, val_gain: float) -> bool:
         reward_ok = self.margin is None or gain >= self.margin
         val_ok = val_gain >= self.val_margin
-        if self.either and self.margin is not None:
+        if self.reward_may_pass_alone:
             return val_ok or (reward_ok and not self.collapsed(val_gain))
         return reward_ok and val_ok
 
+    @property
+    def reward_may_pass_alone(self) -> bool:
+        return self.either and self.margin is not None
+
     def collapsed(self, val_gain: float) -> bool:
         """The validation fell past the floor: the training reward alone cannot pass the run."""
-        return val_gain < -self.val_floor
+        return self.reward_may_pass_alone and val_gain < -self.val_floor
 
 
 # Each method's criteria (docs/benchmarks.md, "The learning check"). COBALT's: the reward on the
@@ -257,7 +261,7 @@ def judge(
             f"{VAL_NAME}: gain {val_gain:+.3f} (step {val_steps[-1]}: {validation[val_steps[-1]]:.3f}, "
             f"step {val_steps[0]}: {validation[val_steps[0]]:.3f}) is below the margin {criteria.val_margin}"
         )
-    if criteria.either and criteria.margin is not None and criteria.collapsed(val_gain):
+    if criteria.collapsed(val_gain):
         reasons.append(
             f"{VAL_NAME} fell {val_gain:+.3f}, past the floor -{criteria.val_floor}: the training reward "
             "alone does not pass a run whose policy collapsed"
