@@ -31,6 +31,7 @@ from bench_ci_load import measure
 from cobalt.common.cli import ArgumentParser
 
 ROOT = Path(__file__).resolve().parents[1]
+ARMS = ("serial", "side")  # one after the other (the baseline), side by side
 PREPARED = "main_ppo on"  # the launcher's line once the data and policy exist and the head is up
 
 
@@ -76,16 +77,20 @@ def verdict(out: Path) -> str:
 def main(argv=None) -> int:
     parser = ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=None, help="where the runs go (default: a temp dir)")
-    parser.add_argument("--arm", choices=("serial", "side"), help=argparse.SUPPRESS)
+    parser.add_argument("--arm", choices=ARMS, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.arm:  # one arm, run by the parent under bench_ci_load's sampler
         return run_arm(args.arm, args.out)
+    if args.out and args.out.exists() and not args.out.is_dir():
+        parser.error(f"--out {args.out} is a file; give a directory")
+    if args.out and any((args.out / arm).exists() for arm in ARMS):
+        parser.error(f"--out {args.out} holds an earlier run's checks; they are not overwritten")
     work = args.out or Path(tempfile.mkdtemp(prefix="bench-checks-side-by-side-"))
     work.mkdir(parents=True, exist_ok=True)
     results = {}
-    for arm in ("serial", "side"):
+    for arm in ARMS:
         arm_dir = work / arm
-        arm_dir.mkdir(exist_ok=False)  # never over an earlier run's checks
+        arm_dir.mkdir()
         home = tempfile.mkdtemp(dir=work, prefix="home-")
         command = ["env", f"HOME={home}", sys.executable, __file__, "--arm", arm, "--out", str(arm_dir)]
         figures, _ = measure(command, interval_s=2.0)

@@ -55,6 +55,7 @@ CASES: dict[str, dict[str, list[str]]] = {
         "missing file": ["--per-test", f"{MISSING_DIR}/table.json", "--", "true"],
         "bad value": ["--interval", "two", "--", "true"],
     },
+    "bench/bench_checks_side_by_side.py": {"bad value": ["--out", "{file}"]},
     "bench/bench_cpu_logprobs.py": {"bad value": ["--tokens", "two"]},
     "bench/bench_engine_batch.py": {
         "missing file": ["--model", MISSING_DIR],
