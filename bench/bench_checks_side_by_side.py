@@ -61,7 +61,11 @@ def run_arm(arm: str, work: Path) -> int:
     if arm == "serial":
         first.wait()
     else:
-        wait_for_inputs(cobalt, first)
+        try:
+            wait_for_inputs(cobalt, first)
+        except BaseException:  # nothing of the arm outlives it (the script stops its own head)
+            first.terminate()
+            raise
     second = check(grpo_mt, "grpo_mt", inputs=cobalt)
     return max(first.wait(), second.wait())
 
