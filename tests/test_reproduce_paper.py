@@ -168,11 +168,12 @@ def real_inputs(tmp_path):
 @pytest.mark.slow
 @pytest.mark.train
 @pytest.mark.memory_heavy
-@pytest.mark.timeout(3600)  # two chains: COBALT's, then GRPO-MT's from its base
+@pytest.mark.timeout(3600)  # two chains: COBALT's, then GRPO-MT's from its base; VeRPO-MT's step
 def test_the_rehearsal_runs_the_whole_chain_on_real_problems_to_a_report_beside_the_papers_figures(
     real_inputs, tmp_path
 ):
-    """COBALT's chain rehearsed, then GRPO-MT's from its base (check_online_rehearsal)."""
+    """COBALT's chain rehearsed, then GRPO-MT's from its base (check_online_rehearsal), then
+    VeRPO-MT's step on GRPO-MT's online rows (check_verpo_mt_step)."""
     (command,) = commands_of("rehearsal")
     run_dir, home = tmp_path / "run", tmp_path / "home"
     home.mkdir()
@@ -225,6 +226,7 @@ def test_the_rehearsal_runs_the_whole_chain_on_real_problems_to_a_report_beside_
     # GRPO-MT beside it (issue 47), from this run's problems and base evaluation (--base-run): the
     # check costs its online rows, its GRPO step and the trained model's evaluation only
     check_online_rehearsal(real_inputs, home, tmp_path / "grpo_mt", base_run=run_dir)
+    check_verpo_mt_step(home, tmp_path / "grpo_mt/data/verl_online/train.parquet", tmp_path / "verpo_mt")
 
 
 @pytest.mark.slow
@@ -287,6 +289,27 @@ def check_online_rehearsal(
     md = (run_dir / "report/report.md").read_text()
     assert md.startswith(f"# {METHOD_NAMES[method]}, the paper's chain") and NOT_KNOWN in md
     assert report["setting"]["method"] == method and report["setting"]["perturbed_mix"] is None
+    assert not (home / ".ray").exists()
+
+
+def check_verpo_mt_step(home: Path, online_rows: Path, out: Path):
+    """VeRPO-MT's rehearsal step (issue 58) on the real problems' online rows of GRPO-MT's chain:
+    the same loop as GRPO-MT's, its per-turn advantages over the whole batch at its profile's
+    shape. The step only: its trained model's evaluation is the same code as GRPO-MT's above."""
+    command = (
+        "bash scripts/train_grpo_multi_turn.sh --profile verpo_mt_qwen3_8b --rehearse "
+        f"--rehearse-prompts {online_rows} trainer.default_local_dir={out}/checkpoints"
+    )
+    proc = run(command, out.parent, home, timeout=1800)
+    assert proc.returncode == 0, proc.stdout[-5000:] + proc.stderr[-3000:]
+    printed = proc.stdout + proc.stderr
+    step = json.loads(printed.rsplit("rehearsal step: ", 1)[1].split("\n}", 1)[0] + "\n}")
+    ranks = rehearsed_ranks(8)
+    assert step["step"] == 1 and step["world_size"] == step["rollout_replicas"] == ranks, step
+    assert step["huggingface_model"] and Path(step["checkpoint"]).is_relative_to(out), step
+    metrics = json.loads((out / "checkpoints/metrics.jsonl").read_text().splitlines()[-1])["data"]
+    assert 1 <= metrics["reward/turns/mean"] <= 3 and "reward/evaluator_requests/count" in metrics
+    assert "reward/dense/mean" in metrics and "reward/outcome/mean" in metrics, sorted(metrics)
     assert not (home / ".ray").exists()
 
 
