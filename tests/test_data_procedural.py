@@ -267,3 +267,26 @@ def test_cli_rejects_bad_arguments(tmp_path, capsys):
     with pytest.raises(SystemExit) as exit_info:
         cli_main(["--help"])
     assert exit_info.value.code == 0 and "heldout_families" in capsys.readouterr().out
+
+
+def test_the_families_held_out_can_be_named_and_the_others_train(tmp_path, capsys):
+    from cobalt.infer.records import load_problems
+
+    names = "digit_sum,sum_to_n,max_minus_min,running_sum,word_count,acronym"
+    out = tmp_path / "fam"
+    args = ["--out", str(out), "--train", "72", "--dev", "0", "--heldout", "36", "--heldout-families", "12"]
+    assert cli_main([*args, "--heldout-family-names", names]) == 0
+    held = {parse_id(r["id"])[0] for r in load_problems(str(out / "heldout_families.jsonl"))}
+    trained = {parse_id(r["id"])[0] for r in load_problems(str(out / "train.jsonl"))}
+    assert held == set(names.split(",")) and not held & trained
+    assert {"min_three", "square_sum"} <= trained  # the default's held-out families now train
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["heldout_families"] == names.split(",") and set(manifest["families"]) == trained
+    splits = {s: load_jsonl(out / f"{s}.jsonl") for s in ("train", "heldout", "heldout_families")}
+    check_disjoint(splits, names.split(","))
+    with pytest.raises(ValueError, match="does not belong in"):
+        check_disjoint(splits)  # by the default's families, the named ones are misplaced
+
+    with pytest.raises(SystemExit):
+        cli_main([*args, "--heldout-family-names", "acronym,nope", "--overwrite"])
+    assert "held-out families: unknown nope" in capsys.readouterr().err

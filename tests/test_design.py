@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from cobalt.recipes.design.design import load_design, main, plan
+from cobalt.recipes.design.design import load_design, main, plan, sizes
 
 
 def test_the_plan_has_every_arm_and_seed_with_estimates_from_the_cost_coefficients(tmp_path):
@@ -12,7 +12,7 @@ def test_the_plan_has_every_arm_and_seed_with_estimates_from_the_cost_coefficien
     p = plan(design, tmp_path)
     cost = design["cost"]
     assert p["evaluated_instances"] == 600 + 180
-    assert p["control_optimizer_steps"] == 30 == p["grpo_optimizer_steps"]  # comparable steps
+    assert p["optimizer_steps"] == {"trained": 30, "control": 30}  # comparable steps
     names = [r["run"] for r in p["runs"]]
     assert names == [f"{arm}-seed{s}" for arm in ("trained", "control", "repair") for s in (0, 1, 2)]
     evaluation = 780 * cost["eval_instance_s"]
@@ -185,7 +185,7 @@ def test_the_smoke_design_is_the_designs_chain_at_a_small_size(tmp_path):
         "control-seed1",
         "repair-seed0",
     ]
-    assert p["evaluated_instances"] == 24 + 12 and p["control_optimizer_steps"] == 3
+    assert p["evaluated_instances"] == 24 + 12 and p["optimizer_steps"]["control"] == 3
     assert all("--base-run" in r["command"] for r in p["runs"][1:4])
 
 
@@ -207,7 +207,110 @@ def test_a_run_profile_given_as_the_design_is_one_line_not_a_traceback(capsys):
     err = capsys.readouterr().err.strip()
     assert err.startswith("error: ") and err.endswith(
         "generalize_prereg.yaml is not a design (it has no profile, run_profile, seeds, runs_dir, repair, cost): "
-        "--config takes a design such as generalize_design or design_smoke"
+        "--config takes a design such as generalize_design, design_ft or design_smoke"
     )
     assert main(["--config", "no_such_design", "--plan"]) == 2
     assert "config file does not exist" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------ the second design (design_ft)
+def ft_plan(tmp_path, **changes) -> dict:
+    import yaml
+
+    design = {**load_design("design_ft"), "budget_h": 100, **changes}
+    path = tmp_path / "design.yaml"
+    path.write_text(yaml.safe_dump(design))
+    return plan(load_design(path), tmp_path)
+
+
+def test_each_seed_starts_from_its_own_sft_model_which_every_arm_of_that_seed_takes(tmp_path, capsys):
+    """start: per_seed: the cobalt run of seed k makes that seed's start (SFT seeded by k, its
+    evaluation, its trajectories); GRPO-MT seed k takes it with --base-run; the commands parse."""
+    import json
+    import shlex
+
+    from cobalt.recipes.quickstart import run as quickstart
+
+    p = ft_plan(tmp_path)
+    names = [r["run"] for r in p["runs"]]
+    assert names == [
+        *[f"{arm}-seed{s}" for arm in ("cobalt", "grpo_mt") for s in (0, 1, 2)],
+        *[f"repair_{arm}-seed{s}" for arm in ("cobalt", "grpo_mt") for s in (0, 1, 2)],
+    ]
+    assert p["optimizer_steps"] == {"cobalt": 30, "grpo_mt": 30}  # the same dose
+    by_name = {r["run"]: r for r in p["runs"]}
+    for s in (0, 1, 2):
+        cobalt, grpo_mt = by_name[f"cobalt-seed{s}"], by_name[f"grpo_mt-seed{s}"]
+        assert "--base-run" not in cobalt["command"]
+        assert f"--base-run {tmp_path}/runs/design_ft/cobalt-seed{s} " in grpo_mt["command"]
+        settings = {}
+        for r in (cobalt, grpo_mt):
+            words = shlex.split(r["command"])
+            assert quickstart.main([*words[2 : words.index("--run-dir")], "--dry-run"]) == 0
+            printed = json.loads(capsys.readouterr().out)
+            settings[r["run"]] = printed
+            assert printed["training"]["warm_up_seed"] == s == printed["settings"]["train_seed"]
+        first, second = settings.values()
+        assert first["settings"]["train_profile"] == "generalize"
+        assert second["settings"]["train_profile"] == "grpo_mt_generalize"
+        assert by_name[f"repair_grpo_mt-seed{s}"]["command"].startswith(
+            f"python -m cobalt.eval.repair_run -i {tmp_path}/runs/design_ft/grpo_mt-seed{s}/eval_trained/eval.jsonl"
+        )
+    cost = load_design("design_ft")["cost"]
+    base = cost["warmup_s"] + cost["trajectories_s"] + p["evaluated_instances"] * cost["eval_instance_s"]
+    assert by_name["cobalt-seed1"]["seconds"] - round(base) == pytest.approx(
+        by_name["grpo_mt-seed1"]["seconds"] + 30 * (cost["grpo_step_s"] - cost["grpo_mt_step_s"]), abs=1
+    )
+
+
+def test_cobalt_and_grpo_mt_share_training_problems_decoding_and_evaluation_instances():
+    """Everything that decides the data, the start, the decoding and the evaluation is one setting
+    for both arms (the base they share): only what follows the base may differ."""
+    import dataclasses
+
+    from cobalt.recipes.quickstart.base import AFTER_THE_BASE, base_settings
+    from cobalt.recipes.quickstart.run import with_method
+
+    cfg = dataclasses.replace(sizes(load_design("design_ft"), ".").cfg, train_seed=1)
+    cobalt, grpo_mt = with_method(cfg, "cobalt", False), with_method(cfg, "grpo_mt", False)
+    assert base_settings(cobalt) == base_settings(grpo_mt)
+    differ = {f.name for f in dataclasses.fields(cfg) if getattr(cobalt, f.name) != getattr(grpo_mt, f.name)}
+    assert differ == {"train_profile"} and differ <= AFTER_THE_BASE
+    for key in (
+        "procedural",
+        "train_problems",
+        "heldout_problems",
+        "sampling",
+        "eval_turns",
+        "eval_temperature",
+    ):
+        assert key in base_settings(cobalt)
+
+
+def test_the_plan_refuses_a_design_over_its_budget_unless_the_design_raises_it(tmp_path, capsys):
+    import yaml
+
+    design = load_design("design_ft")
+    design["arms"] = {**design["arms"], "verpo_mt": "verpo_mt"}
+    design["cost"] = {**design["cost"], "verpo_mt_step_s": 400}
+    (tmp_path / "big.yaml").write_text(yaml.safe_dump({**design, "budget_h": 12}))
+    assert main(["--plan", "--config", str(tmp_path / "big.yaml"), "--root", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "big.yaml: the design's estimate is" in err and "over its budget of 12 h" in err
+    assert "cut an arm (VeRPO-MT first)" in err
+    (tmp_path / "raised.yaml").write_text(yaml.safe_dump({**design, "budget_h": 40}))
+    assert main(["--plan", "--config", str(tmp_path / "raised.yaml"), "--root", str(tmp_path)]) == 0
+    assert "verpo_mt-seed2" in capsys.readouterr().out
+
+
+def test_a_design_arm_of_an_unknown_method_or_without_its_steps_cost_is_named(tmp_path):
+    import yaml
+
+    design = load_design("design_ft")
+    for arms, message in (
+        ({"cobalt": "cobalt", "ppo": "ppo"}, r"arms\.ppo: 'ppo'; expected one of"),
+        ({"cobalt": "cobalt", "verpo_mt": "verpo_mt"}, r"cost: no 'verpo_mt_step_s' for arm verpo_mt"),
+    ):
+        (tmp_path / "bad.yaml").write_text(yaml.safe_dump({**design, "arms": arms}))
+        with pytest.raises(ValueError, match=message):
+            load_design(tmp_path / "bad.yaml")

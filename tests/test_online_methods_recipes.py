@@ -95,6 +95,7 @@ def test_the_main_job_of_an_online_method_trains_on_its_rows_and_evaluates_as_co
         bandit_data=lambda *args: pytest.fail("an online method cuts no bandit prompts"),
         online_data=lambda run, train: calls.append(("rows", train)) or root / "data/verl_online",
         stop_engine=lambda run: None,
+        record_start=lambda root, model: None,
         grpo=lambda run, parquet, model: calls.append(("grpo", parquet)) or root / "grpo",
         report=lambda record: record,
     )

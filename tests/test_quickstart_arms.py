@@ -15,6 +15,7 @@ import pytest
 from cobalt.common.config import from_dict, load_config
 from cobalt.common.errors import ConfigError
 from cobalt.recipes.quickstart import run as quickstart
+from cobalt.recipes.quickstart.config import save_freq
 from cobalt.recipes.quickstart.run import QuickstartConfig, Run
 
 
@@ -71,6 +72,25 @@ def test_the_warm_up_keeps_its_own_seed_whatever_the_training_seed(tmp_path):
     assert commands["warmup"][commands["warmup"].index("--seed") + 1] == "2"
 
 
+def test_a_warm_up_seeded_by_the_training_seed_gives_each_seed_its_own_start(tmp_path):
+    """warmup.seed: train_seed (the fine-tuned start of docs/preregistration_ft.md): one SFT model
+    per training seed, which another seed's run may not take as its base."""
+    train = tmp_path / "train.jsonl"
+    train.write_text("")
+    for seed in (1, 2):
+        run, commands = recording_run(
+            tmp_path / f"s{seed}", QuickstartConfig(train_seed=seed, warmup={"seed": "train_seed"})
+        )
+        quickstart.warm_up(run, tmp_path / "base", train)
+        assert commands["warmup"][commands["warmup"].index("--seed") + 1] == str(seed)
+    with pytest.raises(ValueError, match=r"warmup\.seed is train_seed, but the run has no training seed"):
+        quickstart.warm_up(
+            recording_run(tmp_path / "none", QuickstartConfig(warmup={"seed": "train_seed"}))[0],
+            tmp_path / "base",
+            train,
+        )
+
+
 def test_the_control_arm_fine_tunes_the_base_on_every_training_program_with_the_training_seed(tmp_path):
     cfg = generalize(arm="control", train_seed=2, control={"epochs": 0.833, "lr": 1e-4, "batch_size": 4})
     run, commands = recording_run(tmp_path / "run", cfg)
@@ -113,6 +133,7 @@ def test_the_arm_decides_what_follows_the_base_and_what_is_evaluated_beside_it(t
         side_by_side=side_by_side,
         bandit_data=lambda run, trajectories, tokenizer: root / "data/verl",
         stop_engine=lambda run: None,
+        record_start=lambda root, model: None,
         grpo=lambda run, parquet, model: calls.append("grpo") or root / "grpo",
         control_sft=lambda run, model, train: calls.append(("control", model, train)) or root / "ctl",
         report=lambda record: record,
@@ -186,7 +207,8 @@ def test_the_command_line_takes_the_seed_and_the_arm_and_the_dry_run_shows_where
         ({"train_seed": -1}, r"train_seed must be 0 or more, not -1"),
         ({"train_seed": "one"}, r"train_seed must be an integer or null"),
         ({"control": {"epoch": 1}}, r"control: unknown key\(s\) \['epoch'\]"),
-        ({"warmup": {"seed": "x"}}, r"warmup.seed must be an int"),
+        ({"warmup": {"seed": "x"}}, r"warmup.seed must be an int or 'train_seed', not 'x'"),
+        ({"procedural": {"heldout_family_names": ["acronym", "nope"]}}, r"held-out families: unknown nope"),
     ],
 )
 def test_bad_seed_arm_or_control_settings_name_the_file_and_field(tmp_path, settings, message):
@@ -247,3 +269,51 @@ def test_the_sft_command_line_takes_a_seed_that_orders_its_batches(tmp_path, tin
     keep = ("first_loss", "last_loss")
     assert [default[k] for k in keep] == [again[k] for k in keep]  # the default is seed 0, deterministic
     assert [default[k] for k in keep] != [other[k] for k in keep]  # another seed, other batches
+
+
+def test_earlier_checkpoints_are_evaluated_on_the_evaluated_split_after_the_last(tmp_path):
+    """eval_steps (the design's pilot: a dose curve on dev): each earlier checkpoint is evaluated
+    on the evaluated split only, after the last one, and GRPO saves every one of them."""
+    import contextlib
+
+    calls, root = [], tmp_path / "run"
+    heldout, families = root / "data/dev.jsonl", root / "data/families.jsonl"
+    base = quickstart.Base(
+        root / "data/train.jsonl", heldout, families, None, root / "models/warm", root / "offline.jsonl"
+    )
+    fake = quickstart.Steps(
+        base=lambda run: base,
+        cluster=lambda run: contextlib.nullcontext(),
+        side_by_side=lambda run, label, model, chains: (
+            calls.append((label, model, sorted(chains))) or {tag: root / f"{tag}.jsonl" for tag in chains}
+        ),
+        bandit_data=lambda run, trajectories, tokenizer: root / "data/verl",
+        stop_engine=lambda run: None,
+        record_start=lambda root, model: None,
+        grpo=lambda run, parquet, model: root / "grpo",
+        report=lambda record: record,
+    )
+    cfg = generalize(train_seed=0, grpo_steps=30, eval_steps=[10, 20], save_every=15)
+    quickstart.run_pipeline(Run(root, cfg, "generalize"), do=fake)
+    step = lambda n: root / f"checkpoints/global_step_{n}/actor/huggingface"  # noqa: E731
+    assert calls[2:] == [
+        ("trained model at step 10", step(10), ["eval_trained_step10"]),
+        ("trained model at step 20", step(20), ["eval_trained_step20"]),
+    ]
+    assert save_freq(cfg) == 5 and save_freq(generalize(grpo_steps=30)) == 30
+    with pytest.raises(ValueError, match=r"eval_steps: \[30\]; each must lie between 0 and grpo_steps"):
+        generalize(grpo_steps=30, eval_steps=[30])
+
+
+def test_grpo_is_done_at_its_last_step_not_at_a_checkpoint_saved_on_the_way(tmp_path):
+    from cobalt.pipeline.steps import trained_model
+
+    checkpoints = tmp_path / "checkpoints"
+    for n in (10, 20):
+        (checkpoints / f"global_step_{n}/actor/huggingface").mkdir(parents=True)
+        (checkpoints / f"global_step_{n}/actor/huggingface/config.json").write_text("{}")
+    (checkpoints / "latest_checkpointed_iteration.txt").write_text("10")
+    assert trained_model(checkpoints, total_steps=20) is None  # stopped after step 10: resume
+    assert trained_model(checkpoints) == checkpoints / "global_step_10/actor/huggingface"
+    (checkpoints / "latest_checkpointed_iteration.txt").write_text("20")
+    assert trained_model(checkpoints, total_steps=20) == checkpoints / "global_step_20/actor/huggingface"

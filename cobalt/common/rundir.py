@@ -15,6 +15,7 @@ from cobalt.common.jsonl import atomic_output
 STAGES = "stages.json"  # each stage's time and command (cobalt.pipeline.stages.Run)
 ARM = "arm.json"  # the arm and training seed a run directory was started with
 BASE = "base.json"  # the base a run made or adopted (quickstart: base.py; the paper chain: its key)
+START = "start_model.json"  # the model a run trains from and the hash of its weights (quickstart)
 ENGINE = "engine.yaml"  # the engine config with the run's context (the paper's chain)
 EVALUATOR = "evaluator.yaml"  # the evaluator sized to the run's node (the paper's chain)
 REPORT_DIR = "report"

@@ -110,7 +110,8 @@ def _config_inputs(config: str | Path) -> dict:
         "heldout": setting(cfg, "heldout_problems", config),
         "heldout_families": p.get("heldout_families", 0),
     }
-    splits = {name: records for name, records in build_splits(sizes, p.get("seed", 0)).items() if records}
+    built = build_splits(sizes, p.get("seed", 0), heldout_names=p.get("heldout_family_names"))
+    splits = {name: records for name, records in built.items() if records}
     solutions = {str(r["id"]): [reference_solution(r["id"])] for rs in splits.values() for r in rs}
     return {
         "splits": splits,
@@ -140,6 +141,9 @@ def _form(inputs: dict) -> dict[str, dict[str, str]]:
 
 
 # ------------------------------------------------------------------------- by behaviour
+# --with-mutants: the offline generator's mutants (off by one, wrong operator, output format, input
+# reading) of every training reference, as many as it makes, standing in for a model's wrong attempts
+STAND_IN_MUTANTS = {"per_problem": 4, "num_samples": 16, "num_turns": 2}
 SEEN_TRAINING = "seen_training"  # unseen by form, but a training program equals it or passes all its tests
 
 
@@ -171,6 +175,8 @@ async def _strict(inputs: dict, evaluator) -> dict:
         programs += exposure.run_trajectory_programs(inputs["run_dir"])
     else:
         programs += await exposure.offline_programs(splits["train"], inputs["offline"], evaluator)
+        if inputs.get("with_mutants"):
+            programs += await exposure.offline_programs(splits["train"], STAND_IN_MUTANTS, evaluator)
     sources = [p.source for p in programs]
     keys = {normalized_or_text(s) for s in sources}
     form = _form(inputs)
@@ -223,21 +229,19 @@ def _family_lines(strict: Mapping[str, str]) -> list[str]:
 
 
 def strict_result(
-    run_dir: str | Path | None = None, config: str | Path | None = None, evaluator=None
+    run_dir: str | Path | None = None,
+    config: str | Path | None = None,
+    evaluator=None,
+    with_mutants: bool = False,
 ) -> dict:
     """:func:`report_lines`' input for a run directory or a profile; the local sandbox unless
-    ``evaluator`` is given. A profile whose GRPO trains on the model's own trajectories is refused:
-    those programs exist only after a run."""
+    ``evaluator`` is given. For a profile, the inputs it fixes before any run: the model's own
+    trajectories exist only after a run (label its run directory), and ``with_mutants`` adds
+    mutants of every training reference as stand-ins for the wrong attempts they will hold."""
     import asyncio
 
-    from cobalt.common.errors import ConfigError
-
     inputs = _config_inputs(config) if config is not None else _run_inputs(run_dir)
-    if inputs.get("own_trajectories"):
-        raise ConfigError(
-            f"{config}: train_samples is {inputs['own_trajectories']}: the model's own trajectories are a "
-            "training input only a run has; give its run directory instead"
-        )
+    inputs["with_mutants"] = with_mutants
     if evaluator is None:
         from cobalt.serve.client import get_evaluator
 
@@ -261,7 +265,15 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--ids", action="store_true", help="print every instance's labels as JSON")
     parser.add_argument("--form-only", action="store_true", help="the labels by form only (no program runs)")
+    parser.add_argument(
+        "--with-mutants",
+        action="store_true",
+        help="with --config: add mutants of every training reference to the training inputs, standing "
+        "in for the wrong attempts a model's own trajectories will hold (choosing held-out families)",
+    )
     args = parser.parse_args(argv)
+    if args.with_mutants and not args.config:
+        parser.error("--with-mutants goes with --config: a run directory holds its real trajectories")
     if args.form_only:
         form = config_novelty(args.config) if args.config else run_novelty(args.run_dir)
         if args.ids:
@@ -270,10 +282,15 @@ def main(argv: list[str] | None = None) -> int:
             c = counts(novelty)
             print(f"{split}: {len(novelty)} instances: " + ", ".join(f"{k} {v}" for k, v in c.items()))
         return 0
-    result = strict_result(args.run_dir, args.config)
+    result = strict_result(args.run_dir, args.config, with_mutants=args.with_mutants)
     if args.ids:
         print(json.dumps(_ids(result), indent=1))
     print("\n".join(report_lines(result)))
+    if args.config and (own := _config_inputs(args.config)["own_trajectories"]):
+        print(
+            f"not labelled here: the model's own trajectories (train_samples {own}), a training input only "
+            "a run has: python -m cobalt.data.novelty RUN_DIR labels a run's instances with them"
+        )
     return 0
 
 

@@ -110,22 +110,31 @@ def online_rows(run: Run, train: Path, validation: Path, out_dir: Path) -> Path:
     return out_dir
 
 
-def trained_model(checkpoints: Path) -> Path | None:
+def trained_model(checkpoints: Path, total_steps: int | None = None) -> Path | None:
     """GRPO's model: the Hugging Face directory of the last checkpoint veRL recorded, once it is
-    whole; None before. GRPO is done when this is not None."""
+    whole (and, given ``total_steps``, is that step's: a run that also saves on the way is not done
+    at its first save); None before. GRPO is done when this is not None."""
     latest = checkpoints / "latest_checkpointed_iteration.txt"
     if not latest.exists():
         return None
-    model = checkpoints / f"global_step_{latest.read_text().strip()}/actor/huggingface"
+    step = latest.read_text().strip()
+    if total_steps is not None and step != str(total_steps):
+        return None
+    model = checkpoints / f"global_step_{step}/actor/huggingface"
     return model if (model / "config.json").exists() else None
 
 
-def grpo(run: Run, cmd: list, env: dict | None = None) -> Path:
+def grpo(run: Run, cmd: list, env: dict | None = None, total_steps: int | None = None) -> Path:
     """GRPO (``cobalt.train.launch``, its command given by the recipe) into ``<run>/checkpoints``;
-    returns the trained model."""
+    returns the trained model. A stopped run resumes from its last checkpoint (veRL's
+    ``trainer.resume_mode: auto``)."""
     checkpoints = run.root / rundir.CHECKPOINTS
-    run.stage("GRPO", lambda: trained_model(checkpoints) is not None, lambda: run.command("grpo", cmd, env))
-    return trained_model(checkpoints)
+
+    def done():
+        return trained_model(checkpoints, total_steps) is not None
+
+    run.stage("GRPO", done, lambda: run.command("grpo", cmd, env))
+    return trained_model(checkpoints, total_steps)
 
 
 @contextlib.contextmanager

@@ -7,8 +7,8 @@ import argparse
 import sys
 
 from cobalt.common.cli import ArgumentParser
-from cobalt.data.procedural.families import HELDOUT_FAMILIES, IN_FAMILIES
-from cobalt.data.procedural.splits import MANIFEST, SOLUTIONS, write_splits
+from cobalt.data.procedural.families import FAMILIES, HELDOUT_FAMILIES
+from cobalt.data.procedural.splits import MANIFEST, SOLUTIONS, held_out, write_splits
 
 
 def count(text: str) -> int:
@@ -18,13 +18,20 @@ def count(text: str) -> int:
     return value
 
 
+def family_names(text: str) -> tuple[str, ...]:
+    try:
+        return held_out(name.strip() for name in text.split(",") if name.strip())
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from e
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = ArgumentParser(
         prog="python -m cobalt.data.procedural",
-        description=f"Write seeded problems of {len(IN_FAMILIES)} procedural families as problem records: "
+        description=f"Write seeded problems of the {len(FAMILIES)} procedural families as problem records: "
         "DIR/train.jsonl, dev.jsonl and heldout.jsonl (disjoint by seed, statement and tests), and "
-        f"heldout_families.jsonl with the {len(HELDOUT_FAMILIES)} families kept out of the other files "
-        f"({', '.join(HELDOUT_FAMILIES)}); DIR/{SOLUTIONS} holds the reference solutions (for "
+        "heldout_families.jsonl with the families kept out of the other files (by default "
+        f"{', '.join(HELDOUT_FAMILIES)}); DIR/{SOLUTIONS} holds the reference solutions (for "
         f"python -m cobalt.train.sft --solutions) and DIR/{MANIFEST} the settings.",
     )
     parser.add_argument("--out", required=True, help="output directory (created if missing)")
@@ -35,6 +42,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--heldout-families", type=count, help="problems of the held-out families (default: as --heldout)"
+    )
+    parser.add_argument(
+        "--heldout-family-names",
+        type=family_names,
+        default=None,
+        help="comma-separated families to hold out instead of the default six",
     )
     parser.add_argument(
         "--seed", type=count, default=0, help="another seed gives other instances (default 0)"
@@ -48,7 +61,14 @@ def main(argv: list[str] | None = None) -> int:
         "heldout_families": args.heldout if args.heldout_families is None else args.heldout_families,
     }
     try:
-        written = write_splits(args.out, counts, args.seed, args.overwrite, progress=True)
+        written = write_splits(
+            args.out,
+            counts,
+            args.seed,
+            args.overwrite,
+            progress=True,
+            heldout_names=args.heldout_family_names,
+        )
     except (FileExistsError, NotADirectoryError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1

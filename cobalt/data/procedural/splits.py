@@ -3,7 +3,8 @@
 Each split draws its seeds from a range of its own (``SPLIT_OFFSETS``), spreads its instances
 evenly over its families, and skips an instance whose statement or tests an earlier instance
 already has, so the splits are disjoint by seed, by statement text and by test set; the
-families of ``HELDOUT_FAMILIES`` appear only in ``heldout_families.jsonl``.
+held-out families (``HELDOUT_FAMILIES`` unless the caller names others) appear only in
+``heldout_families.jsonl``.
 :func:`check_disjoint` checks all of this on the records themselves.
 """
 
@@ -14,7 +15,7 @@ import os
 from pathlib import Path
 
 from cobalt.common.jsonl import atomic_output, write_jsonl
-from cobalt.data.procedural.families import HELDOUT_FAMILIES, IN_FAMILIES
+from cobalt.data.procedural.families import FAMILIES, HELDOUT_FAMILIES
 from cobalt.data.procedural.generate import parse_id, problem, reference_solution, to_record
 
 SPLITS = ("train", "dev", "heldout", "heldout_families")
@@ -26,27 +27,48 @@ SOLUTIONS = "solutions.jsonl"  # {id, split, solutions}: for the SFT warm-up's -
 MAX_MISSES = 2000  # seeds in a row that repeat earlier instances: the family is used up
 
 
-def split_families(split: str) -> tuple[str, ...]:
-    return HELDOUT_FAMILIES if split == "heldout_families" else IN_FAMILIES
+def held_out(names=None) -> tuple[str, ...]:
+    """The held-out families: ``names`` (checked), or ``HELDOUT_FAMILIES`` when None."""
+    if names is None:
+        return HELDOUT_FAMILIES
+    names = tuple(names)
+    unknown = [n for n in names if n not in FAMILIES]
+    if unknown:
+        raise ValueError(f"held-out families: unknown {', '.join(unknown)}; known: {', '.join(FAMILIES)}")
+    if not names or len(set(names)) != len(names) or len(names) >= len(FAMILIES):
+        raise ValueError(
+            f"held-out families: {list(names)}; expected distinct families, at least one left to train"
+        )
+    return names
 
 
-def build_splits(counts: dict[str, int], seed: int = 0, progress: bool = False) -> dict[str, list[dict]]:
+def split_families(split: str, heldout: tuple[str, ...] = HELDOUT_FAMILIES) -> tuple[str, ...]:
+    """The families a split draws from: the held-out ones, or every other family in FAMILIES' order."""
+    if split == "heldout_families":
+        return heldout
+    return tuple(name for name in FAMILIES if name not in heldout)
+
+
+def build_splits(
+    counts: dict[str, int], seed: int = 0, progress: bool = False, heldout_names=None
+) -> dict[str, list[dict]]:
     """``{split: [problem record]}`` with ``counts[split]`` records for each split of ``SPLITS``
-    named in ``counts``; the same arguments give the same records."""
+    named in ``counts``, the families ``heldout_names`` held out (default ``HELDOUT_FAMILIES``);
+    the same arguments give the same records."""
     unknown = set(counts) - set(SPLITS)
     if unknown:
         raise ValueError(f"unknown split(s) {', '.join(sorted(unknown))}; known: {', '.join(SPLITS)}")
+    heldout = held_out(heldout_names)
     seen: set[str] = set()  # statements and test sets of every instance so far
     bar = _bar(sum(counts.values()), progress)
     out = {}
     for split in (s for s in SPLITS if s in counts):
-        out[split] = _split(split, counts[split], seed, seen, bar)
+        out[split] = _split(split_families(split, heldout), split, counts[split], seed, seen, bar)
     bar.close()
     return out
 
 
-def _split(split: str, count: int, seed: int, seen: set, bar) -> list[dict]:
-    families = split_families(split)
+def _split(families: tuple[str, ...], split: str, count: int, seed: int, seen: set, bar) -> list[dict]:
     start = seed * SEED_STRIDE + SPLIT_OFFSETS[split]
     next_seed = dict.fromkeys(families, start)
     records = []
@@ -79,7 +101,7 @@ def _next_instance(name: str, next_seed: dict, start: int, seen: set) -> dict:
     )
 
 
-def check_disjoint(splits: dict[str, list[dict]]) -> None:
+def check_disjoint(splits: dict[str, list[dict]], heldout_names=None) -> None:
     """ValueError unless no seed, id, statement or test set occurs twice across (or within) the
     splits and the held-out families occur only in ``heldout_families``."""
     for field in ("id", "question", "test_cases"):
@@ -90,7 +112,7 @@ def check_disjoint(splits: dict[str, list[dict]]) -> None:
                     raise ValueError(f"{r['id']} ({split}): same {field} as an instance in {owner[r[field]]}")
                 owner[r[field]] = split
     for split, records in splits.items():
-        allowed = set(split_families(split))
+        allowed = set(split_families(split, held_out(heldout_names)))
         for r in records:
             name, s = parse_id(r["id"])
             if name not in allowed:
@@ -100,7 +122,12 @@ def check_disjoint(splits: dict[str, list[dict]]) -> None:
 
 
 def write_splits(
-    out_dir: str | os.PathLike, counts: dict[str, int], seed: int = 0, overwrite: bool = False, progress=False
+    out_dir: str | os.PathLike,
+    counts: dict[str, int],
+    seed: int = 0,
+    overwrite: bool = False,
+    progress=False,
+    heldout_names=None,
 ) -> dict[Path, int]:
     """Write ``<split>.jsonl`` for each split of ``counts``, ``solutions.jsonl`` (each problem's
     reference solution) and ``manifest.json`` (the settings and families) into ``out_dir``;
@@ -111,8 +138,9 @@ def write_splits(
     existing = [str(p) for p in [*targets.values(), out_dir / SOLUTIONS, out_dir / MANIFEST] if p.exists()]
     if existing and not overwrite:
         raise FileExistsError(f"{', '.join(existing)} already exist(s); pass --overwrite to replace")
-    splits = build_splits(counts, seed, progress)
-    check_disjoint(splits)
+    heldout = held_out(heldout_names)
+    splits = build_splits(counts, seed, progress, heldout)
+    check_disjoint(splits, heldout)
     written = {
         targets[s]: write_jsonl(targets[s], records, overwrite=overwrite) for s, records in splits.items()
     }
@@ -125,8 +153,8 @@ def write_splits(
     manifest = {
         "seed": seed,
         "counts": {s: len(r) for s, r in splits.items()},
-        "families": list(IN_FAMILIES),
-        "heldout_families": list(HELDOUT_FAMILIES),
+        "families": list(split_families("train", heldout)),
+        "heldout_families": list(heldout),
         "seed_ranges": {
             s: [
                 seed * SEED_STRIDE + SPLIT_OFFSETS[s],

@@ -1,18 +1,24 @@
-"""The plan of the pre-registered generalize design (docs/preregistration.md).
+"""The plan of a pre-registered design: the first (docs/preregistration.md, configs/generalize_design.yaml)
+or the second, from a fine-tuned start (docs/preregistration_ft.md, configs/design_ft.yaml).
 
     python -m cobalt.design --plan                       # configs/generalize_design.yaml
-    python -m cobalt.design --plan --config my_design --json
+    python -m cobalt.design --plan --config design_ft --json
     python -m cobalt.design --report                     # the pooled analysis of the runs so far
 
-Lists every run of the design (trained and control once per training seed; the placebo repair
-per trained seed), where each keeps its results (``runs_dir/<arm>-seed<k>``), whether it is
-done, started or still to run, its command (the quickstart on the design's ``run_profile`` with ``--arm`` and
-``--train-seed``; ``python -m cobalt.eval.repair_run`` on a trained seed's evaluations for the
-repair), and the wall-time estimate of each arm and of the whole design from the cost coefficients of the design
-file (measured in docs/benchmarks.md). It runs nothing. A run is resumable as the quickstart's
-runs are: a stage whose output exists is skipped (the repair: a problem already written is).
-The base (warm-up and base evaluation) is made once, by trained seed 0's run; every other run
-takes it with ``--base-run`` (cobalt/recipes/quickstart/base.py), so all arms compare with one base.
+Lists every run of the design (each arm once per training seed; the placebo repair per repaired
+arm and seed), where each keeps its results (``runs_dir/<arm>-seed<k>``), whether it is done,
+started or still to run, its command (the quickstart on the design's ``run_profile`` with the arm's
+``--arm`` or ``--method`` and ``--train-seed``; ``python -m cobalt.eval.repair_run`` on a trained
+run's evaluations for the repair), and the wall-time estimate of each arm and of the whole design
+from the cost coefficients of the design file (measured in docs/benchmarks.md). It runs nothing,
+and refuses a design whose estimate exceeds its budget (``budget_h``, 12 hours unless the design
+raises it). A run is resumable as the quickstart's runs are: a stage whose output exists is
+skipped (the repair: a problem already written is).
+
+The base (problems, the start model, its evaluation and trajectories) is made by the first arm's
+run and taken by every other run with ``--base-run`` (cobalt/recipes/quickstart/base.py): once for
+the whole design (``start: shared``, the first design: trained seed 0's), or once per training seed
+(``start: per_seed``: each seed's own fine-tuned start, which all arms of that seed train from).
 """
 
 from __future__ import annotations
@@ -29,33 +35,61 @@ from cobalt.common.config import config_path, from_dict, load_config, merge
 from cobalt.common.errors import ConfigError
 from cobalt.pipeline.stages import line_count, sampling_flags
 from cobalt.recipes.design.report import repair_path, run_name
-from cobalt.recipes.quickstart.config import ARMS
 
-BASE_SEED = 0  # the trained seed whose run makes the base every other run takes (--base-run)
+BASE_SEED = 0  # start: shared: the seed whose first-arm run makes the base every other run takes
+BUDGET_H = 12.0  # hours of runs on the 2-core machine a design may plan, unless its budget_h says more
+DEFAULT_ARMS = {"trained": "cobalt", "control": "control"}  # the first design's: arm -> what it trains
+STEP_COST = {  # the cost coefficient of one optimizer step of each method
+    "cobalt": "grpo_step_s",
+    "control": "sft_step_s",
+    "grpo_mt": "grpo_mt_step_s",
+    "verpo_mt": "verpo_mt_step_s",
+}
+STARTS = ("shared", "per_seed")
+
+
+def arms(design: dict) -> dict[str, str]:
+    """``{arm: method}`` in the design's order; the first arm's runs make the base."""
+    return dict(design.get("arms") or DEFAULT_ARMS)
 
 
 def load_design(name: str | Path = "generalize_design") -> dict:
     from cobalt.eval.repair import MIN_REPAIR_SAMPLES
 
     design = load_config(name)
-    missing = [
-        k
-        for k in ("profile", "run_profile", "seeds", "runs_dir", "control", "repair", "cost")
-        if k not in design
-    ]
-    if "profile" in missing and "run_profile" in missing:  # a run's profile, say, not a design
+    required = ("run_profile", "seeds", "runs_dir", "repair", "cost")
+    if "arms" not in design:  # the first design: its run profile is checked against profile + control
+        required = ("profile", "run_profile", "seeds", "runs_dir", "control", "repair", "cost")
+    missing = [k for k in required if k not in design]
+    if "profile" not in design and "run_profile" not in design:  # a run's profile, say, not a design
         raise ConfigError(
             f"{config_path(name)} is not a design (it has no {', '.join(missing)}): --config takes a "
-            "design such as generalize_design or design_smoke"
+            "design such as generalize_design, design_ft or design_smoke"
         )
     if missing:
         raise ConfigError(f"{config_path(name)}: no {missing[0]!r}")
+    check_arms(design, config_path(name))
     samples = design["repair"].get("samples")
     if not isinstance(samples, int) or samples < MIN_REPAIR_SAMPLES:
         raise ConfigError(
             f"{config_path(name)}: repair.samples: {samples!r}; the repair runner takes at least {MIN_REPAIR_SAMPLES}"
         )
     return design
+
+
+def check_arms(design: dict, path: Path) -> None:
+    """ConfigError naming the field: an unknown method or start, an arm without its step's cost."""
+    for arm, method in arms(design).items():
+        if method not in STEP_COST:
+            raise ConfigError(f"{path}: arms.{arm}: {method!r}; expected one of {', '.join(STEP_COST)}")
+        if STEP_COST[method] not in design["cost"]:
+            raise ConfigError(f"{path}: cost: no {STEP_COST[method]!r} for arm {arm} ({method})")
+    if design.get("start", "shared") not in STARTS:
+        raise ConfigError(f"{path}: start: {design['start']!r}; expected one of {', '.join(STARTS)}")
+    repaired = [a for a in design["repair"].get("arms", ["trained"]) if arms(design).get(a) == "control"]
+    unknown = [a for a in design["repair"].get("arms", []) if a not in arms(design)]
+    if repaired or unknown:
+        raise ConfigError(f"{path}: repair.arms: {repaired + unknown}; expected arms trained with GRPO")
 
 
 def profile_config(design: dict):
@@ -73,6 +107,8 @@ def run_profile_config(design: dict):
 
     name = design["run_profile"]
     cfg = from_dict(QuickstartConfig, load_config(name), source=str(config_path(name)))
+    if "profile" not in design:  # the run profile is the design's profile itself
+        return cfg
     want = dataclasses.replace(profile_config(design), control=dict(design["control"]))
     differ = [
         f.name
@@ -87,20 +123,21 @@ def run_profile_config(design: dict):
     return cfg
 
 
-def repair_command(cfg, repair: dict, trained_dir: Path, output: Path) -> str:
-    """The placebo repair of one trained seed (``python -m cobalt.eval.repair_run``): the turn-0
+def repair_command(cfg, repair: dict, trained_dir: Path, output: Path, extra: str = "") -> str:
+    """The placebo repair of one trained run (``python -m cobalt.eval.repair_run``): the turn-0
     failures of its held-out and out-of-family evaluations, its trained model, the profile's
     sampling settings and engine, ``repair.samples`` per failure and arm. Run after the trained
     run (it reads that run's files)."""
     inputs = [trained_dir / rundir.evaluated("eval_trained")]
     if int(cfg.procedural.get("heldout_families", 0)):
         inputs.append(trained_dir / rundir.evaluated("eval_trained_families"))
+    engine = extra or f"--engine-config {cfg.engine_config}"
     return " ".join(
         [
             "python -m cobalt.eval.repair_run -i",
             *map(str, inputs),
             f"-o {output} --model {trained_dir / rundir.trained_model(cfg.grpo_steps)}",
-            f"--engine-config {cfg.engine_config} --samples {repair['samples']}",
+            f"{engine} --samples {repair['samples']}",
             *map(str, sampling_flags(cfg)),
         ]
     )
@@ -115,67 +152,103 @@ class Sizes:
     cfg: object  # the run profile's QuickstartConfig
     runs_dir: Path
     instances: int  # evaluated per model: held-out instances and held-out families' instances
-    control_steps: int  # the control's SFT optimizer steps
+    control_steps: int  # the control's SFT optimizer steps (0 without a control arm)
 
     @property
     def cost(self) -> dict:
         return self.design["cost"]
 
     @property
+    def arms(self) -> dict[str, str]:
+        return arms(self.design)
+
+    @property
+    def base_arm(self) -> str:
+        return next(iter(self.arms))
+
+    @property
+    def per_seed(self) -> bool:
+        return self.design.get("start", "shared") == "per_seed"
+
+    @property
     def evaluation_s(self) -> float:
         return self.instances * self.cost["eval_instance_s"]
 
     @property
-    def base_s(self) -> float:  # the base the trained seed-0 run makes for every run
-        return self.cost["warmup_s"] + self.cost["offline_s"] + self.evaluation_s
+    def base_s(self) -> float:  # the start model, its trajectories (or offline ones) and its evaluation
+        c = self.cost
+        return c["warmup_s"] + c.get("offline_s", 0) + c.get("trajectories_s", 0) + self.evaluation_s
 
     @property
-    def repair_samples(self) -> float:  # per trained seed: 3 arms, repair.samples per turn-0 failure
+    def repair_samples(self) -> float:  # per repaired run: 3 arms, repair.samples per turn-0 failure
         repair = self.design["repair"]
         return self.instances * repair["failure_share"] * 3 * repair["samples"]
+
+    def steps(self, method: str) -> int:
+        return self.control_steps if method == "control" else self.cfg.grpo_steps
 
 
 def sizes(design: dict, root: str | Path) -> Sizes:
     cfg = run_profile_config(design)
     instances = cfg.heldout_problems + int(cfg.procedural.get("heldout_families", 0))
-    control = design["control"]
-    control_steps = math.ceil(cfg.train_problems * control["epochs"] / control["batch_size"])
+    control = design.get("control")
+    control_steps = (
+        math.ceil(cfg.train_problems * control["epochs"] / control["batch_size"]) if control else 0
+    )
     return Sizes(design, cfg, Path(root) / design["runs_dir"], instances, control_steps)
 
 
-def makes_the_base(arm: str, seed: int) -> bool:
-    return (arm, seed) == ("trained", BASE_SEED)
+def makes_the_base(z: Sizes, arm: str, seed: int) -> bool:
+    return arm == z.base_arm and (z.per_seed or seed == BASE_SEED)
+
+
+def base_run(z: Sizes, seed: int) -> Path:
+    """The run whose base a run of ``seed`` takes."""
+    return z.runs_dir / run_name(z.base_arm, seed if z.per_seed else BASE_SEED)
+
+
+def method_flags(z: Sizes, arm: str) -> str:
+    """How the quickstart is told what an arm trains: ``--arm`` for COBALT and the control, ``--method``
+    for an online baseline; the design's GPU profile and engine (``train_profiles``, ``engine_config``)."""
+    method = z.arms[arm]
+    flags = (
+        f"--method {method}"
+        if method not in DEFAULT_ARMS.values()
+        else f"--arm {dict(cobalt='trained').get(method, method)}"
+    )
+    profile = (z.design.get("train_profiles") or {}).get(method)
+    flags += f" --train-profile {profile}" if profile else ""
+    return flags + (f" --engine-config {z.design['engine_config']}" if z.design.get("engine_config") else "")
 
 
 def run_command(z: Sizes, arm: str, seed: int) -> str:
     """The quickstart command of one arm and seed; every run but the base's takes that base."""
-    shared = "" if makes_the_base(arm, seed) else f" --base-run {z.runs_dir / run_name('trained', BASE_SEED)}"
+    shared = "" if makes_the_base(z, arm, seed) else f" --base-run {base_run(z, seed)}"
     return (
-        f"bash scripts/quickstart.sh --profile {z.design['run_profile']} --arm {arm} --train-seed {seed}"
+        f"bash scripts/quickstart.sh --profile {z.design['run_profile']} {method_flags(z, arm)} --train-seed {seed}"
         f"{shared} --run-dir {z.runs_dir / run_name(arm, seed)}"
     )
 
 
 def run_seconds(z: Sizes, arm: str, seed: int) -> float:
-    steps_s = (
-        z.cfg.grpo_steps * z.cost["grpo_step_s"]
-        if arm == "trained"
-        else z.control_steps * z.cost["sft_step_s"]
-    )
-    return z.cost["per_run_s"] + (z.base_s if makes_the_base(arm, seed) else 0) + steps_s + z.evaluation_s
+    method = z.arms[arm]
+    steps_s = z.steps(method) * z.cost[STEP_COST[method]]
+    return z.cost["per_run_s"] + (z.base_s if makes_the_base(z, arm, seed) else 0) + steps_s + z.evaluation_s
 
 
-def run_state(z: Sizes, arm: str, seed: int, seconds: float, command: str) -> dict:
+def run_state(
+    z: Sizes, arm: str, seed: int, seconds: float, command: str, repaired: str | None = None
+) -> dict:
     """One run of the plan: done (its report, or the repair's summary), started or to run, and the
     seconds it still needs."""
     from cobalt.eval.repair_run import summary_path
 
-    name = run_name(arm, seed)
+    repair = repair_path(z.runs_dir, seed, repair_arm(z, repaired))
+    name = repair.parent.name if arm == "repair" else run_name(arm, seed)
     run_dir = z.runs_dir / name
-    repair = repair_path(z.runs_dir, seed)
     done = summary_path(repair).exists() if arm == "repair" else rundir.is_done(run_dir)
     remaining = 0 if done else seconds
-    if not done and makes_the_base(arm, seed) and (run_dir / rundir.BASE).exists():
+    if not done and arm != "repair" and makes_the_base(z, arm, seed) and (run_dir / rundir.BASE).exists():
         remaining -= z.base_s
     if not done and arm == "repair":
         failures = z.instances * z.design["repair"]["failure_share"]
@@ -192,58 +265,92 @@ def run_state(z: Sizes, arm: str, seed: int, seconds: float, command: str) -> di
     }
 
 
-def repair_state(z: Sizes, seed: int) -> dict:
-    command = repair_command(
-        z.cfg, z.design["repair"], z.runs_dir / run_name("trained", seed), repair_path(z.runs_dir, seed)
-    )
-    return run_state(z, "repair", seed, z.repair_samples * z.cost["answer_s"], command)
+def repair_arm(z: Sizes, arm: str | None) -> str | None:
+    """The arm named in a repair run's directory: none in the first design (it repairs one arm)."""
+    return None if arm is None or "arms" not in z.design["repair"] else arm
+
+
+def repair_state(z: Sizes, arm: str, seed: int) -> dict:
+    output = repair_path(z.runs_dir, seed, repair_arm(z, arm))
+    extra = f"--engine-config {z.design['engine_config']}" if z.design.get("engine_config") else ""
+    command = repair_command(z.cfg, z.design["repair"], z.runs_dir / run_name(arm, seed), output, extra)
+    return run_state(z, "repair", seed, z.repair_samples * z.cost["answer_s"], command, repaired=arm)
 
 
 def plan(design: dict, root: str | Path = ".") -> dict:
-    """Every run of the design with its state and command, and its estimated
-    seconds; the seconds of each arm and of the whole design."""
+    """Every run of the design with its state and command, and its estimated seconds; the seconds
+    of each arm, of the pilot and set-up, and of the whole design."""
     z = sizes(design, root)
+    repaired = design["repair"].get("arms", [z.base_arm])
     runs = [
         *[
             run_state(z, arm, s, run_seconds(z, arm, s), run_command(z, arm, s))
-            for arm in ARMS
+            for arm in z.arms
             for s in design["seeds"]
         ],
-        *[repair_state(z, s) for s in design["repair"]["seeds"]],
+        *[repair_state(z, arm, s) for arm in repaired for s in design["repair"]["seeds"]],
     ]
-    arms: dict[str, int] = {}
+    arms_s: dict[str, int] = {}
     for r in runs:
-        arms[r["arm"]] = arms.get(r["arm"], 0) + r["seconds"]
+        arms_s[r["arm"]] = arms_s.get(r["arm"], 0) + r["seconds"]
+    fixed_s = z.cost["setup_s"] + z.cost.get("pilot_s", 0)
+    total_s = round(fixed_s + sum(arms_s.values()))
     return {
-        "profile": design["profile"],
+        "run_profile": design["run_profile"],
+        "arms": z.arms,
+        "start": design.get("start", "shared"),
         "seeds": list(design["seeds"]),
         "evaluated_instances": z.instances,
-        "control_optimizer_steps": z.control_steps,
-        "grpo_optimizer_steps": z.cfg.grpo_steps,
+        "optimizer_steps": {arm: z.steps(method) for arm, method in z.arms.items()},
         "repair_samples": round(z.repair_samples),
         "runs": runs,
-        "arms_s": arms,
+        "arms_s": arms_s,
         "setup_s": z.cost["setup_s"],
-        "total_s": round(z.cost["setup_s"] + sum(arms.values())),
+        "pilot_s": z.cost.get("pilot_s", 0),
+        "total_s": total_s,
         "remaining_s": sum(r["remaining_s"] for r in runs),
+        "budget_h": float(design.get("budget_h", BUDGET_H)),
+        "gpus": z.cost.get("gpus"),
     }
 
 
+def check_budget(p: dict, name: str) -> None:
+    """ConfigError when the plan's estimate exceeds its budget, with what to cut."""
+    if p["total_s"] <= p["budget_h"] * 3600:
+        return
+    arms_h = ", ".join(f"{arm} {s / 3600:.2f} h" for arm, s in p["arms_s"].items())
+    raise ConfigError(
+        f"{config_path(name)}: the design's estimate is {p['total_s'] / 3600:.2f} h ({arms_h}, set-up and "
+        f"pilot {(p['setup_s'] + p['pilot_s']) / 3600:.2f} h), over its budget of {p['budget_h']:g} h: cut "
+        "an arm (VeRPO-MT first), then the repaired runs, then the out-of-family set, or raise budget_h"
+    )
+
+
+def hours(p: dict, seconds: float) -> str:
+    """Hours of wall time, and GPU-hours when the design's runs hold GPUs (``cost.gpus``)."""
+    gpu = f" ({seconds * p['gpus'] / 3600:,.0f} GPU-h)" if p["gpus"] else ""
+    return f"{seconds / 3600:5.2f} h{gpu}"
+
+
 def describe_plan(p: dict) -> str:
+    steps = ", ".join(f"{arm} {n}" for arm, n in p["optimizer_steps"].items())
     lines = [
-        f"design on {p['profile']}: seeds {p['seeds']}, {p['evaluated_instances']} instances per evaluation; "
-        f"control {p['control_optimizer_steps']} SFT steps vs GRPO {p['grpo_optimizer_steps']} steps; "
-        f"{p['repair_samples']} repair samples per trained seed",
+        f"design on {p['run_profile']}: arms {', '.join(p['arms'])}, seeds {p['seeds']}, base {p['start']}; "
+        f"{p['evaluated_instances']} instances per evaluation; optimizer steps: {steps}; "
+        f"{p['repair_samples']} repair samples per repaired run",
         "",
     ]
     for r in p["runs"]:
         left = f"  ({r['remaining_s'] / 3600:.2f} h left)" if r["state"] == "started" else ""
-        lines.append(f"{r['run']:<16} {r['state']:<7} {r['seconds'] / 3600:5.2f} h  {r['run_dir']}{left}")
+        lines.append(f"{r['run']:<16} {r['state']:<7} {hours(p, r['seconds'])}  {r['run_dir']}{left}")
         lines.append(f"    command: {r['command']}")
     lines.append("")
-    lines += [f"arm {arm:<8} {s / 3600:5.2f} h" for arm, s in p["arms_s"].items()]
+    lines += [f"arm {arm:<8} {hours(p, s)}" for arm, s in p["arms_s"].items()]
+    if p["pilot_s"]:
+        lines.append(f"pilot        {hours(p, p['pilot_s'])} (done before the pre-registration)")
     lines.append(
-        f"whole design {p['total_s'] / 3600:.2f} h with set-up; still to run {p['remaining_s'] / 3600:.2f} h"
+        f"whole design {hours(p, p['total_s']).strip()} with set-up, budget {p['budget_h']:g} h; "
+        f"still to run {p['remaining_s'] / 3600:.2f} h"
     )
     lines.append("the pre-registered analysis of the runs done so far: python -m cobalt.design --report")
     return "\n".join(lines)
@@ -280,6 +387,11 @@ def main(argv: list[str] | None = None) -> int:
         print(write_design_report(design, args.root).read_text())
         return 0
     p = plan(design, args.root)
+    try:
+        check_budget(p, args.config)
+    except ConfigError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     print(json.dumps(p, indent=1) if args.json else describe_plan(p))
     return 0
 

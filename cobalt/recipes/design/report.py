@@ -61,8 +61,10 @@ def report_path(runs_dir: Path, arm: str, seed: int) -> Path:
     return runs_dir / run_name(arm, seed) / rundir.REPORT_JSON
 
 
-def repair_path(runs_dir: Path, seed: int) -> Path:
-    return runs_dir / run_name("repair", seed) / REPAIR_OUTPUT
+def repair_path(runs_dir: Path, seed: int, arm: str | None = None) -> Path:
+    """A repair run's output: ``repair-seed<k>`` (the first design repairs its one trained arm), or
+    ``repair_<arm>-seed<k>``."""
+    return runs_dir / run_name("repair" if arm is None else f"repair_{arm}", seed) / REPAIR_OUTPUT
 
 
 def _scores(value, path: Path, field: str) -> list[float]:

@@ -13,6 +13,8 @@ the control's SFT and their evaluations) is the run's own.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import json
 from pathlib import Path
 
 from cobalt.common import rundir
@@ -26,6 +28,8 @@ AFTER_THE_BASE = frozenset(
         "control",
         "train_profile",
         "grpo_steps",
+        "save_every",
+        "eval_steps",
         "preregistration",
         "ray_num_cpus",
         "num_gpus",
@@ -42,8 +46,14 @@ BASE_DIRS = (
 
 
 def base_settings(cfg) -> dict:
-    """The settings the base (problems, warm-up, base evaluations) depends on."""
-    return {k: v for k, v in dataclasses.asdict(cfg).items() if k not in AFTER_THE_BASE}
+    """The settings the base (problems, warm-up, base evaluations) depends on; the warm-up's seed
+    as a number (a training seed's own start differs from another seed's)."""
+    from cobalt.recipes.quickstart.config import warm_up_seed
+
+    settings = {k: v for k, v in dataclasses.asdict(cfg).items() if k not in AFTER_THE_BASE}
+    if "seed" in cfg.warmup:
+        settings["warmup"] = {**cfg.warmup, "seed": warm_up_seed(cfg)}
+    return settings
 
 
 def base_files(root: Path, chain_tags) -> list[str]:
@@ -59,3 +69,26 @@ def record_base(root: Path, cfg, chain_tags) -> None:
 def adopt_base(root: Path, cfg, base_dir: Path, log=print) -> int:
     """Link the base of the run in ``base_dir`` into the run in ``root`` (:func:`cobalt.pipeline.base.adopt`)."""
     return base.adopt(root, base_settings(cfg), base_dir, BASE_DIRS, log)
+
+
+def weights_hash(model: Path) -> str:
+    """sha256 over a model directory's weight files (``*.safetensors``, ``*.bin``), names and
+    bytes in name order: two directories with the same weights have the same hash."""
+    digest = hashlib.sha256()
+    files = sorted(p for p in Path(model).iterdir() if p.suffix in (".safetensors", ".bin"))
+    if not files:
+        raise ValueError(f"{model}: no weight files (*.safetensors, *.bin) to hash")
+    for path in files:
+        digest.update(path.name.encode() + b"\0")
+        with path.open("rb") as f:
+            for block in iter(lambda: f.read(1 << 24), b""):
+                digest.update(block)
+    return digest.hexdigest()
+
+
+def record_start(root: Path, model: Path) -> dict:
+    """Write ``start_model.json``: the model this run trains (or fine-tunes) from and its weights'
+    hash, so that a design can check that every arm of a seed started from the same weights."""
+    start = {"model": str(model), "sha256": weights_hash(model)}
+    rundir.write_atomically(root / rundir.START, json.dumps(start, indent=1))
+    return start

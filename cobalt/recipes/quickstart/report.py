@@ -211,6 +211,7 @@ def build(run: RunRecord) -> dict:
         "arm": run.config.get("arm", "trained"),
         "train_seed": run.config.get("train_seed"),
         "config": run.config,
+        "start_model": start_model(run.root),
         "counts": counts(files),
         "grpo": steps,
         "training_figure": bool(steps),
@@ -220,6 +221,12 @@ def build(run: RunRecord) -> dict:
         "commands": run.state.get("commands", {}),
         "seconds": round(run.seconds, 1),
     }
+
+
+def start_model(root: Path) -> dict | None:
+    """The model the run trained from and its weights' hash (``start_model.json``), if recorded."""
+    path = root / rundir.START
+    return json.loads(path.read_text()) if path.exists() else None
 
 
 def preregistered_outcome(prereg: dict, evaluated: dict) -> dict:
@@ -344,6 +351,8 @@ def arm_line(report: dict) -> str:
     seed = report.get("train_seed")
     seeds = f"training seed {seed}" if seed is not None else "training seed unset (the train profile's seeds)"
     warm = (report["config"].get("warmup") or {}).get("seed", 0)
+    if warm == "train_seed":  # each training seed's own start (config.warm_up_seed)
+        warm = seed
     if report.get("arm", "trained") == "control":
         return (
             f"**Arm: control** ({seeds}; warm-up seed {warm}): the model called *trained* below is the "

@@ -53,8 +53,8 @@ from cobalt.pipeline.stages import (
     self_debug_side_by_side,
     stop_engine,
 )
-from cobalt.recipes.quickstart.base import adopt_base, record_base
-from cobalt.recipes.quickstart.config import ARMS, QuickstartConfig
+from cobalt.recipes.quickstart.base import adopt_base, record_base, record_start
+from cobalt.recipes.quickstart.config import ARMS, QuickstartConfig, save_freq, warm_up_seed
 from cobalt.recipes.quickstart.report import RunRecord, write_report
 from cobalt.train.profile import (
     METHODS,
@@ -133,6 +133,11 @@ def procedural_problems(run: Run) -> dict[str, Path]:
         p.get("heldout_families", 0),
         "--seed",
         p.get("seed", 0),
+        *(
+            ["--heldout-family-names", ",".join(p["heldout_family_names"])]
+            if "heldout_family_names" in p
+            else []
+        ),
         "--overwrite",
     ]
     run.stage(
@@ -211,9 +216,9 @@ def warm_up(run: Run, base: Path, train: Path) -> Path:
             from cobalt.data.embedded import problem_records as embedded_records
 
             write_jsonl(problems, embedded_records(path=PROBLEM_SETS["embedded"]), overwrite=True)
-    # the warm-up is the base model's: its seed is warmup.seed (0 by default), never the training seed,
-    # so every arm and training seed starts from the same base (docs/preregistration.md)
-    seed = ["--seed", w["seed"]] if "seed" in w else []
+    # the warm-up is the base model's: its seed is warmup.seed (0 by default), so every arm and
+    # training seed starts from the same base (docs/preregistration.md), unless it is train_seed
+    seed = ["--seed", warm_up_seed(run.cfg)] if "seed" in w else []
     cmd = sft_command(base, problems, solutions, out, w, epochs=2, seed=seed)
     run.stage(
         "SFT warm-up", lambda: (out / rundir.WARM_UP_RECORD).exists(), lambda: run.command("warmup", cmd)
@@ -260,6 +265,14 @@ def evaluation_chains(
     sets = {"": heldout, "_train": train_subset, "_families": families}
     cfg = run.cfg
     return steps.evaluation_chains(model_tag, sets, cfg.eval_samples, cfg.eval_turns, cfg.eval_temperature)
+
+
+def dose_chain(run: Run, step: int, evaluated: Path) -> dict:
+    """The evaluation of GRPO's checkpoint at ``step`` (``eval_steps``) on the evaluated split."""
+    cfg = run.cfg
+    return steps.evaluation_chains(
+        f"trained_step{step}", {"": evaluated}, cfg.eval_samples, cfg.eval_turns, cfg.eval_temperature
+    )
 
 
 def offline_trajectories(run: Run, train: Path) -> Path | None:
@@ -386,11 +399,12 @@ def grpo(run: Run, parquet_dir: Path, model: Path) -> Path:
         override("actor_rollout_ref.model.path", str(model)),
         override("trainer.default_local_dir", str(run.root / rundir.CHECKPOINTS)),
         f"trainer.total_training_steps={run.cfg.grpo_steps}",
-        f"trainer.save_freq={run.cfg.grpo_steps}",
+        f"trainer.save_freq={save_freq(run.cfg)}",
         *fitted_lengths(run.cfg.train_profile, train, model),
         *seed_overrides(run.cfg),
     ]
-    return steps.grpo(run, cmd, env={"VERL_FILE_LOGGER_PATH": str(run.root / rundir.GRPO_METRICS)})
+    env = {"VERL_FILE_LOGGER_PATH": str(run.root / rundir.GRPO_METRICS)}
+    return steps.grpo(run, cmd, env=env, total_steps=run.cfg.grpo_steps)
 
 
 # ---------------------------------------------------------------------------------------- main
@@ -448,6 +462,7 @@ class Steps:
     stop_engine: Callable = stop_engine
     grpo: Callable = grpo
     control_sft: Callable = control_sft
+    record_start: Callable = record_start
     report: Callable = write_report
 
 
@@ -475,6 +490,7 @@ def run_pipeline(run: Run, do: Steps = Steps()) -> Path:
             trajectories = all_trajectories(run, base_evals.get("trajectories"), base.offline)
             parquet_dir = do.bandit_data(run, trajectories, base.model)
         do.stop_engine(run)
+        do.record_start(run.root, base.model)
         trained = (
             do.grpo(run, parquet_dir, base.model)
             if arm == "trained"
@@ -483,6 +499,10 @@ def run_pipeline(run: Run, do: Steps = Steps()) -> Path:
         chains = evaluation_chains(run, arm, base.heldout, base.train_subset, base.families)
         trained_evals = do.side_by_side(run, f"{arm} model", trained, chains)
         do.stop_engine(run)
+        for step in cfg.eval_steps if arm == "trained" else ():
+            earlier = run.root / rundir.trained_model(step)
+            do.side_by_side(run, f"{arm} model at step {step}", earlier, dose_chain(run, step, base.heldout))
+            do.stop_engine(run)
     files = {"train": base.train, "heldout": base.heldout, "parquet": parquet_dir}
     if not online:
         files |= {"trajectories": trajectories, "bandit": run.root / rundir.bandit_prompts("train")}
@@ -656,12 +676,12 @@ def dry_run_plan(cfg: QuickstartConfig) -> dict:
 def training_plan(cfg: QuickstartConfig) -> dict:
     """What follows the base model in this arm, with its seeds: GRPO and the seed overrides it is
     given, or the control's SFT command (its paths relative to a run directory)."""
-    warm_up_seed = cfg.warmup.get("seed", 0)
+    warm = warm_up_seed(cfg)
     if cfg.arm == "trained":
         return {
             "arm": "trained",
             "train_seed": cfg.train_seed,
-            "warm_up_seed": warm_up_seed,
+            "warm_up_seed": warm,
             "grpo_seed_overrides": seed_overrides(cfg),
         }
     run = Run(Path("RUN_DIR"), cfg, "dry-run")  # paths only: nothing is read or written there
@@ -672,7 +692,7 @@ def training_plan(cfg: QuickstartConfig) -> dict:
     return {
         "arm": "control",
         "train_seed": cfg.train_seed,
-        "warm_up_seed": warm_up_seed,
+        "warm_up_seed": warm,
         "control_sft": " ".join(["python", *(str(a) for a in command[1:])]),
     }
 
