@@ -314,3 +314,57 @@ def test_a_design_arm_of_an_unknown_method_or_without_its_steps_cost_is_named(tm
         (tmp_path / "bad.yaml").write_text(yaml.safe_dump({**design, "arms": arms}))
         with pytest.raises(ValueError, match=message):
             load_design(tmp_path / "bad.yaml")
+
+
+# ------------------------------------------------------------------ the second design's pilot
+def write_eval(path, last_turn_passes: list[bool]):
+    """An evaluation file of one greedy sample per problem over 4 turns, solved at the last turn or not."""
+    import json
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    rows = [
+        {"id": f"fam-add_two-20000{i}", "all_pass_rates": [[0.0, 0.0, 0.0, 1.0 if ok else 0.5]]}
+        for i, ok in enumerate(last_turn_passes)
+    ]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+def test_the_pilot_reads_dev_pass_at_1_by_step_and_chooses_the_best_mean_dose(tmp_path, capsys):
+    from cobalt.recipes.design.pilot import choose_dose, dose_curve
+
+    design = load_design("design_ft")
+    runs = tmp_path / design["pilot"]["runs_dir"]
+    solved = {  # arm: problems solved of 4 at steps 0, 10, 20, 30, 40
+        "cobalt": {0: 1, 10: 2, 20: 3, 30: 3, 40: 2},
+        "grpo_mt": {0: 1, 10: 1, 20: 2, 30: 3, 40: 4},
+    }
+    for arm, by_step in solved.items():
+        for step, n in by_step.items():
+            tag = {0: "eval_base", 40: "eval_trained"}.get(step, f"eval_trained_step{step}")
+            write_eval(runs / arm / tag / "eval.jsonl", [i < n for i in range(4)])
+    curve = dose_curve(design, tmp_path)
+    assert curve["cobalt"] == {0: 25.0, 10: 50.0, 20: 75.0, 30: 75.0, 40: 50.0}
+    # means over the arms: 10: 37.5, 20: 62.5, 30: 75, 40: 75: the tie goes to fewer steps
+    assert choose_dose(curve, [10, 20, 30, 40]) == 30
+    assert main(["--pilot", "--config", "design_ft", "--root", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "| cobalt | 25.0 | 50.0 | 75.0 | 75.0 | 50.0 |" in out and "dose: 30 steps" in out
+    (runs / "grpo_mt/eval_trained/eval.jsonl").unlink()
+    assert choose_dose(dose_curve(design, tmp_path), [10, 20, 30, 40]) is None  # every arm, every step
+
+
+def test_a_pilot_that_would_evaluate_held_out_data_is_refused(tmp_path):
+    import yaml
+
+    from cobalt.recipes.design.pilot import pilot_settings
+
+    (tmp_path / "peek.yaml").write_text(
+        yaml.safe_dump({"extends": "generalize_ft_pilot", "procedural": {"evaluate": "heldout"}})
+    )
+    design = {
+        **load_design("design_ft"),
+        "pilot": {"profile": str(tmp_path / "peek.yaml"), "seed": 9, "runs_dir": "p"},
+    }
+    with pytest.raises(ValueError, match=r"a pilot evaluates procedural\.evaluate: dev and no held-out family"):
+        pilot_settings(design)
+    assert pilot_settings(load_design("design_ft")).eval_steps == [10, 20, 30]

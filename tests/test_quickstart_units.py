@@ -425,3 +425,26 @@ def write_profile(tmp_path, settings: dict):
     generalize = Path(__file__).resolve().parents[1] / "configs/generalize.yaml"
     path.write_text(yaml.safe_dump({"extends": str(generalize), **settings}))
     return path
+
+
+def test_a_stage_records_the_machines_cpu_seconds_beside_its_wall_time(tmp_path):
+    """The second design's cost per training example is measured in its runs: each stage's
+    machine-wide CPU-seconds (the machine runs nothing else then) beside its seconds."""
+    import time
+
+    from cobalt.pipeline.report import stage_times
+    from cobalt.pipeline.stages import machine_cpu_seconds
+    from cobalt.recipes.quickstart.run import QuickstartConfig, Run
+
+    def burn():
+        end = time.process_time() + 0.5
+        while time.process_time() < end:
+            pass
+        (tmp_path / "out").write_text("x")
+
+    run = Run(tmp_path, QuickstartConfig(), "test")
+    run.stage("burn", (tmp_path / "out").exists, burn)
+    recorded = run.state["burn"]
+    assert recorded["machine_cpu_s"] >= 0.4  # this process's half second, and whatever else ran
+    assert machine_cpu_seconds() > recorded["machine_cpu_s"]
+    assert stage_times(run.state)["stages_machine_cpu_s"] == {"burn": recorded["machine_cpu_s"]}

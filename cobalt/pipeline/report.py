@@ -14,6 +14,7 @@ def stage_times(state: dict) -> dict:
         "stages": {k: v["seconds"] for k, v in stages.items()},
         "concurrent_stages": [k for k, v in stages.items() if v.get("concurrent")],
         "stages_total_s": round(sum(v["seconds"] for v in stages.values() if not v.get("concurrent")), 1),
+        "stages_machine_cpu_s": {k: v["machine_cpu_s"] for k, v in stages.items() if "machine_cpu_s" in v},
     }
 
 

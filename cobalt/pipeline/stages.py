@@ -43,6 +43,19 @@ def stop_gracefully(proc: subprocess.Popen, grace_s: float = 60.0) -> None:
         proc.wait()
 
 
+def machine_cpu_seconds() -> float | None:
+    """CPU-seconds the whole machine has been busy since boot (``/proc/stat``: every state but idle
+    and iowait, summed over cores); None where there is no ``/proc/stat``. A stage's difference is its
+    CPU time when the machine runs nothing else (a design's cost per training example)."""
+    try:
+        fields = Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]
+    except OSError:
+        return None
+    ticks = [int(f) for f in fields[:8]]  # user nice system idle iowait irq softirq steal
+    busy = sum(ticks) - ticks[3] - ticks[4]
+    return busy / os.sysconf("SC_CLK_TCK")
+
+
 class Run:
     """The run directory, the stage bookkeeping (times, skips) and the commands.
 
@@ -87,11 +100,14 @@ class Run:
         self.log(f"{name}: running")
         with self._lock:  # keeps the report's order: a block before the stages that ran inside it
             self.state.setdefault(name, {"seconds": 0.0})
-        started = time.monotonic()
+        started, cpu = time.monotonic(), machine_cpu_seconds()
         result = action()
         seconds = round(time.monotonic() - started, 1)
+        measured = {"seconds": seconds}
+        if cpu is not None:
+            measured["machine_cpu_s"] = round(machine_cpu_seconds() - cpu, 1)
         with self._lock:
-            self.state[name] = {"seconds": seconds, **({"concurrent": True} if concurrent else {})}
+            self.state[name] = {**measured, **({"concurrent": True} if concurrent else {})}
             self.save_state()
         self.log(f"{name}: done in {seconds:.0f} s")
         return result

@@ -4,6 +4,7 @@ or the second, from a fine-tuned start (docs/preregistration_ft.md, configs/desi
     python -m cobalt.design --plan                       # configs/generalize_design.yaml
     python -m cobalt.design --plan --config design_ft --json
     python -m cobalt.design --report                     # the pooled analysis of the runs so far
+    python -m cobalt.design --pilot --config design_ft   # the pilot's dose curve on dev
 
 Lists every run of the design (each arm once per training seed; the placebo repair per repaired
 arm and seed), where each keeps its results (``runs_dir/<arm>-seed<k>``), whether it is done,
@@ -362,6 +363,11 @@ def main(argv: list[str] | None = None) -> int:
     mode = parser.add_mutually_exclusive_group(required=True)
     mode.add_argument("--plan", action="store_true", help="print the plan (runs nothing)")
     mode.add_argument(
+        "--pilot",
+        action="store_true",
+        help="the pilot's dev Pass@1 by GRPO step and the dose it gives (a design with a pilot: design_ft)",
+    )
+    mode.add_argument(
         "--report",
         action="store_true",
         help="the pre-registered analysis of the runs made so far (cobalt/recipes/design/report.py): "
@@ -375,6 +381,18 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    if args.pilot:
+        from cobalt.recipes.design.pilot import describe_pilot
+
+        if "pilot" not in design:
+            print(f"error: {config_path(args.config)} has no pilot", file=sys.stderr)
+            return 2
+        try:
+            print(describe_pilot(design, args.root))
+        except ValueError as e:  # a pilot profile that would read held-out data, or a broken one
+            print(f"error: {e}", file=sys.stderr)
+            return 2
+        return 0
     if args.report:
         from cobalt.recipes.design.report import write_design_report
 
