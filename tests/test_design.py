@@ -365,6 +365,35 @@ def test_a_pilot_that_would_evaluate_held_out_data_is_refused(tmp_path):
         **load_design("design_ft"),
         "pilot": {"profile": str(tmp_path / "peek.yaml"), "seed": 9, "runs_dir": "p"},
     }
-    with pytest.raises(ValueError, match=r"a pilot evaluates procedural\.evaluate: dev and no held-out family"):
+    with pytest.raises(
+        ValueError, match=r"a pilot evaluates procedural\.evaluate: dev and no held-out family"
+    ):
         pilot_settings(design)
     assert pilot_settings(load_design("design_ft")).eval_steps == [10, 20, 30]
+
+
+def test_the_paper_scale_design_plans_in_gpu_hours_with_the_gpu_profiles_and_engine(tmp_path, capsys):
+    """configs/design_ft_paper.yaml: a dry run of the same design at the paper's scale; each command
+    names the method's GPU profile and the paper's engine, and the quickstart accepts it."""
+    import json
+    import shlex
+
+    from cobalt.recipes.quickstart import run as quickstart
+
+    p = plan(load_design("design_ft_paper"), tmp_path)
+    assert p["gpus"] == 8 and p["start"] == "shared"
+    by_name = {r["run"]: r for r in p["runs"]}
+    assert f"--base-run {tmp_path}/runs/design_ft_paper/cobalt-seed0 " in by_name["cobalt-seed2"]["command"]
+    taco = tmp_path / "taco.json"
+    taco.write_text("[]")
+    for arm, profile in (("cobalt", "multi_turn_qwen3_8b"), ("grpo_mt", "grpo_mt_qwen3_8b")):
+        words = shlex.split(by_name[f"{arm}-seed1"]["command"])
+        assert f"--train-profile {profile} --engine-config engine_paper" in by_name[f"{arm}-seed1"]["command"]
+        args = [*words[2 : words.index("--run-dir")], "--problems", str(taco), "--dry-run"]
+        assert quickstart.main(args) == 0
+        settings = json.loads(capsys.readouterr().out)["settings"]
+        assert (settings["train_profile"], settings["engine_config"]) == (profile, "engine_paper")
+    assert main(["--plan", "--config", "design_ft_paper", "--root", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    gpu_hours = round(p["total_s"] * 8 / 3600)
+    assert f"whole design {p['total_s'] / 3600:.2f} h ({gpu_hours:,} GPU-h) with set-up" in out

@@ -110,6 +110,24 @@ def test_every_quickstart_profile_loads_and_dry_runs(profile, capsys):
     assert plan["grpo_profile"]["data.train_batch_size"] >= 1
 
 
+@pytest.mark.parametrize("profile", ["generalize_ft", "generalize_ft_pilot"])
+def test_a_profile_with_a_start_per_training_seed_dry_runs_with_one_and_names_the_flag_without(
+    profile, capsys
+):
+    import json
+
+    from cobalt.common.errors import ConfigError
+    from cobalt.recipes.quickstart.run import main
+
+    assert main(["--profile", profile, "--train-seed", "2", "--dry-run"]) == 0
+    plan = json.loads(capsys.readouterr().out)
+    assert plan["training"]["warm_up_seed"] == 2 and plan["settings"]["eval_turns"] == 3
+    with pytest.raises(
+        ConfigError, match=r"warmup\.seed is train_seed \(a start per training seed\): pass --train-seed"
+    ):
+        main(["--profile", profile, "--dry-run"])
+
+
 def test_the_learn_profile_trains_longer_and_evaluates_with_four_feedback_turns():
     from cobalt.common.config import load_config
 

@@ -384,7 +384,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.pilot:
         from cobalt.recipes.design.pilot import describe_pilot
 
-        if "pilot" not in design:
+        if not design.get("pilot"):
             print(f"error: {config_path(args.config)} has no pilot", file=sys.stderr)
             return 2
         try:

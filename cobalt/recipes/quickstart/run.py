@@ -54,7 +54,13 @@ from cobalt.pipeline.stages import (
     stop_engine,
 )
 from cobalt.recipes.quickstart.base import adopt_base, record_base, record_start
-from cobalt.recipes.quickstart.config import ARMS, QuickstartConfig, save_freq, warm_up_seed
+from cobalt.recipes.quickstart.config import (
+    ARMS,
+    WARM_UP_SEED_FROM_TRAINING,
+    QuickstartConfig,
+    save_freq,
+    warm_up_seed,
+)
 from cobalt.recipes.quickstart.report import RunRecord, write_report
 from cobalt.train.profile import (
     METHODS,
@@ -641,6 +647,10 @@ def check_settings(cfg: QuickstartConfig, source: str) -> None:
     if cfg.problems not in (*PROBLEM_SETS, "procedural") and not Path(cfg.problems).is_file():
         raise ConfigError(
             f"--problems {cfg.problems}: no such file (a problems file, or one of {', '.join([*PROBLEM_SETS, 'procedural'])})"
+        )
+    if cfg.warmup.get("seed") == WARM_UP_SEED_FROM_TRAINING and cfg.train_seed is None:
+        raise ConfigError(
+            f"{source}: warmup.seed is train_seed (a start per training seed): pass --train-seed"
         )
     prereg = cfg.preregistration
     if not prereg:
