@@ -394,7 +394,10 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         return 0
     if args.report:
-        from cobalt.recipes.design.report import write_design_report
+        if "arms" in design:  # the second design (preregistration_ft.md)
+            from cobalt.recipes.design.report_ft import write_report as write_design_report
+        else:
+            from cobalt.recipes.design.report import write_design_report
 
         if not Path(args.root).is_dir():
             print(

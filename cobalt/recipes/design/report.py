@@ -288,20 +288,28 @@ def repair_part(states: list[dict]) -> dict:
     return {"files": done, "missing": missing, "table": table}
 
 
-def verdict(primary: dict | None, missing: list[str]) -> str:
-    """The primary outcome in one sentence."""
+PRIMARY_TEXT = "trained − control on {n} unseen-program held-out instances, Pass@1 after the feedback turn"
+
+
+def verdict(
+    primary: dict | None,
+    missing: list[str],
+    what: str = PRIMARY_TEXT,
+    claim: str = CLAIM,
+    other_better: str = "the control is better",
+) -> str:
+    """The primary outcome in one sentence (``what``: the comparison, ``{n}`` its instances)."""
     if primary is None:
         return f"No verdict: the design is incomplete (missing: {', '.join(missing)}); nothing pooled is computed."
     p = primary["pooled"]
     numbers = (
-        f"trained − control on {p['problems']} unseen-program held-out instances, Pass@1 after the "
-        f"feedback turn, pooled over {p['seeds']} seeds: {p['mean']:+.1f} points "
+        f"{what.format(n=p['problems'])}, pooled over {p['seeds']} seeds: {p['mean']:+.1f} points "
         f"(95% CI {p['low']:+.1f} to {p['high']:+.1f}), p = {format_p(p['p_value'])}"
     )
     if primary["claim"]:
-        return f"Primary: {numbers} — the claim “{CLAIM}” is made."
+        return f"Primary: {numbers} — the claim “{claim}” is made."
     if p["p_value"] < ALPHA:
-        return f"Primary: {numbers} — the claim is not made: the control is better."
+        return f"Primary: {numbers} — the claim is not made: {other_better}."
     return f"Primary: {numbers} — the claim is not made: not detected at this power."
 
 

@@ -48,6 +48,8 @@ STEP_COLUMNS = {  # report.json's name: veRL metric
     "rollout_probs_diff_mean": "training/rollout_probs_diff_mean",  # absent when veRL bypasses
     "ppo_kl": "actor/ppo_kl",  # the old log-probs (then the rollout's) vs the trainer's
     "pg_loss": "actor/pg_loss",
+    "step_s": "timing_s/step",  # a design's cost per training example
+    "evaluator_requests": "reward/evaluator_requests/count",
 }
 
 
