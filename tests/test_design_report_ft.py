@@ -144,3 +144,31 @@ def test_the_report_command_names_the_missing_runs_before_any_verdict(tmp_path, 
     out = capsys.readouterr().out
     assert out.startswith("Primary: SFT + COBALT − SFT") and "| 1 | cobalt − grpo_mt |" in out
     assert (tmp_path / "runs/design_ft/design_ft_pass_at_1.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_kept_records_give_the_same_analysis_and_are_never_overwritten(tmp_path, capsys):
+    """--keep copies what the analysis reads (a session's machine keeps nothing else); --report on
+    the records gives the report of the runs; a repair file is kept without its responses' text."""
+    runs, records = tmp_path / "checkout", tmp_path / "records"
+    write_design(runs)
+    repair = runs / "runs/design_ft/repair_cobalt-seed0"
+    repair.mkdir(parents=True)
+    sample = {"id": HELDOUT[0], "arms": {"feedback": {"responses": [["long text"]], "solved": [[1]]}}}
+    (repair / "repair.jsonl").write_text(json.dumps(sample) + "\n")
+    (repair / "repair.summary.json").write_text("{}")
+    (runs / "runs/design_ft/cobalt-seed0/models").mkdir()  # not kept: only what the analysis reads
+    args = ["--config", "design_ft", "--root", str(runs), "--records", str(records)]
+    assert main(["--keep", *args]) == 0
+    assert "kept 17 files" in capsys.readouterr().out  # 6 runs x (report, done marker), 3 labels, 2 repair
+    kept = records / "runs/design_ft"
+    assert not (kept / "cobalt-seed0/models").exists()
+    assert json.loads((kept / "repair_cobalt-seed0/repair.jsonl").read_text())["arms"]["feedback"] == {
+        "solved": [[1]]
+    }
+    ours = design_report(DESIGN, runs)
+    theirs = design_report(DESIGN, records)
+    assert theirs["primary"]["pooled"] == ours["primary"]["pooled"] and theirs["cost"] == ours["cost"]
+    assert main(["--keep", *args]) == 0 and "kept 0 files" in capsys.readouterr().out  # idempotent
+    write_run(runs, "grpo_mt", 2, trained=3, sha="start-2")  # a run changed after it was kept
+    assert main(["--keep", *args]) == 2
+    assert "grpo_mt-seed2/report/report.json is kept already with other content" in capsys.readouterr().err

@@ -5,6 +5,7 @@ or the second, from a fine-tuned start (docs/preregistration_ft.md, configs/desi
     python -m cobalt.design --plan --config design_ft --json
     python -m cobalt.design --report                     # the pooled analysis of the runs so far
     python -m cobalt.design --pilot --config design_ft   # the pilot's dose curve on dev
+    python -m cobalt.design --keep --config design_ft    # done runs' results into records/ (git)
 
 Lists every run of the design (each arm once per training seed; the placebo repair per repaired
 arm and seed), where each keeps its results (``runs_dir/<arm>-seed<k>``), whether it is done,
@@ -373,7 +374,14 @@ def main(argv: list[str] | None = None) -> int:
         help="the pre-registered analysis of the runs made so far (cobalt/recipes/design/report.py): "
         "writes <runs_dir>/design_report.md and .json and prints the Markdown",
     )
+    mode.add_argument(
+        "--keep",
+        action="store_true",
+        help="keep every done run's analysis files in git under --records (cobalt/recipes/design/records.py): "
+        "a session's machine keeps nothing",
+    )
     parser.add_argument("--root", default=".", help="the directory runs_dir is under (default: here)")
+    parser.add_argument("--records", default="records", help="where --keep puts them (default: records)")
     parser.add_argument("--json", action="store_true", help="the plan as JSON")
     args = parser.parse_args(argv)
     try:
@@ -381,6 +389,16 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    if args.keep:
+        from cobalt.recipes.design.records import keep
+
+        try:
+            written = keep(design, args.root, args.records)
+        except FileExistsError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
+        print(f"kept {len(written)} files under {args.records}" + "".join(f"\n  {p}" for p in written))
+        return 0
     if args.pilot:
         from cobalt.recipes.design.pilot import describe_pilot
 
