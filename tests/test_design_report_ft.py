@@ -172,3 +172,27 @@ def test_kept_records_give_the_same_analysis_and_are_never_overwritten(tmp_path,
     write_run(runs, "grpo_mt", 2, trained=3, sha="start-2")  # a run changed after it was kept
     assert main(["--keep", *args]) == 2
     assert "grpo_mt-seed2/report/report.json is kept already with other content" in capsys.readouterr().err
+
+
+def test_the_pilots_curve_is_kept_as_pass_rate_grids_and_read_back(tmp_path, capsys):
+    from test_design import write_eval
+
+    runs, records = tmp_path / "checkout", tmp_path / "records"
+    pilot = runs / "runs/design_ft_pilot"
+    for arm in ("cobalt", "grpo_mt"):
+        for tag, n in (
+            ("eval_base", 1),
+            ("eval_trained_step10", 2),
+            ("eval_trained_step20", 3),
+            ("eval_trained_step30", 3),
+            ("eval_trained", 2),
+        ):
+            write_eval(pilot / arm / tag / "eval.jsonl", [i < n for i in range(4)])
+    assert main(["--keep", "--config", "design_ft", "--root", str(runs), "--records", str(records)]) == 0
+    capsys.readouterr()
+    kept = json.loads(
+        (records / "runs/design_ft_pilot/cobalt/eval_base/eval.jsonl").read_text().splitlines()[0]
+    )
+    assert set(kept) == {"id", "all_pass_rates"}
+    assert main(["--pilot", "--config", "design_ft", "--root", str(records)]) == 0
+    assert "dose: 20 steps" in capsys.readouterr().out

@@ -5,9 +5,10 @@ trajectories) is gone with its session. What the analysis reads is small and is 
 ``records/`` in the run directories' own layout, so that ``python -m cobalt.design --report --root
 records`` analyses every run kept so far: each done run's report (``report/report.json``, and
 ``report/report.md``, which marks it done), its start model's hash, its labels by behaviour (made
-here from its trajectories when missing), and each done repair run's file without its responses'
-text (the analysis reads each sample's verdict) with its summary. A kept file is never overwritten
-with other content.
+here from its trajectories when missing), each done repair run's file without its responses' text
+(the analysis reads each sample's verdict) with its summary, and the pilot's evaluations as each
+problem's pass-rate grid (``python -m cobalt.design --pilot --root records``). A kept file is never
+overwritten with other content.
 """
 
 from __future__ import annotations
@@ -71,4 +72,22 @@ def keep(design: dict, root: str | Path = ".", records: str | Path = RECORDS) ->
             names = (*RUN_FILES, LABELS) if (source / LABELS).exists() else RUN_FILES
             pairs = [(source / name, target / name, None) for name in names if (source / name).exists()]
         written += [t for s, t, text in pairs if _put(s, t, text)]
+    return written + keep_pilot(design, root, records)
+
+
+def keep_pilot(design: dict, root: Path, records: str | Path) -> list[Path]:
+    """The pilot's evaluation files as ``{id, all_pass_rates}`` lines (what its dose curve reads)."""
+    if not design.get("pilot"):
+        return []
+    from cobalt.recipes.design.pilot import pilot_runs
+
+    written = []
+    for run_dir in pilot_runs(design, root).values():
+        for source in sorted(run_dir.glob("eval_*/eval.jsonl")) if run_dir.is_dir() else []:
+            lines = (json.loads(line) for line in source.read_text().splitlines() if line.strip())
+            text = "".join(
+                json.dumps({"id": r["id"], "all_pass_rates": r["all_pass_rates"]}) + "\n" for r in lines
+            )
+            target = Path(records) / source.resolve().relative_to(root.resolve())
+            written += [target] if _put(source, target, text) else []
     return written
