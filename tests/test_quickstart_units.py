@@ -466,3 +466,29 @@ def test_a_stage_records_the_machines_cpu_seconds_beside_its_wall_time(tmp_path)
     assert recorded["machine_cpu_s"] >= 0.4  # this process's half second, and whatever else ran
     assert machine_cpu_seconds() > recorded["machine_cpu_s"]
     assert stage_times(run.state)["stages_machine_cpu_s"] == {"burn": recorded["machine_cpu_s"]}
+
+
+def test_held_out_instances_seen_by_form_are_not_evaluated_with_heldout_unseen_only(tmp_path):
+    """procedural.heldout_unseen_only (the second design): the evaluated held-out file holds the
+    instances no training reference has the program of, every one of them, and nothing else."""
+    import dataclasses
+
+    from cobalt.common.config import from_dict, load_config
+    from cobalt.common.jsonl import load_jsonl
+    from cobalt.data.novelty import UNSEEN, run_novelty
+    from cobalt.recipes.quickstart.run import QuickstartConfig, Run, split_problems
+
+    cfg = from_dict(QuickstartConfig, load_config("generalize_ft"), source="configs/generalize_ft")
+    small = dataclasses.replace(
+        cfg,
+        train_problems=72,
+        heldout_problems=72,
+        procedural={**cfg.procedural, "dev": 0, "heldout_families": 6},
+    )
+    run = Run(tmp_path / "run", small, "generalize_ft")
+    train, evaluated = split_problems(run)
+    form = run_novelty(run.root)["heldout"]
+    unseen = sorted(i for i, kind in form.items() if kind == UNSEEN)
+    assert 0 < len(unseen) < 72  # the 72 held-out instances hold both kinds
+    assert sorted(str(r["id"]) for r in load_jsonl(evaluated)) == unseen
+    assert evaluated == run.root / "data/heldout_unseen.jsonl" and train.name == "train.jsonl"

@@ -35,6 +35,7 @@ DATA = "data"
 PROCEDURAL = "data/procedural"
 TRAIN_PROBLEMS = "data/train_problems.jsonl"
 HELDOUT_PROBLEMS = "data/heldout_problems.jsonl"
+HELDOUT_UNSEEN = "data/heldout_unseen.jsonl"  # procedural.heldout_unseen_only: the instances evaluated
 TRAIN_EVAL_PROBLEMS = "data/train_eval_problems.jsonl"
 WARM_UP_SUBSET = "data/warm_up_subset.jsonl"
 WARM_UP_STAND_INS = "data/warm_up_problems.jsonl"  # LiveCodeBench's stand-ins: the embedded problems

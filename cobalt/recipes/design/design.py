@@ -190,9 +190,19 @@ class Sizes:
         return self.control_steps if method == "control" else self.cfg.grpo_steps
 
 
+def evaluated_heldout(design: dict, cfg) -> int:
+    """The in-family held-out instances each model is evaluated on: all, or with
+    ``procedural.heldout_unseen_only`` those unseen by form (counted from the seeds, nothing run)."""
+    if cfg.problems != "procedural" or not cfg.procedural.get("heldout_unseen_only"):
+        return cfg.heldout_problems
+    from cobalt.data.novelty import UNSEEN, config_novelty
+
+    return sum(kind == UNSEEN for kind in config_novelty(design["run_profile"])["heldout"].values())
+
+
 def sizes(design: dict, root: str | Path) -> Sizes:
     cfg = run_profile_config(design)
-    instances = cfg.heldout_problems + int(cfg.procedural.get("heldout_families", 0))
+    instances = evaluated_heldout(design, cfg) + int(cfg.procedural.get("heldout_families", 0))
     control = design.get("control")
     control_steps = (
         math.ceil(cfg.train_problems * control["epochs"] / control["batch_size"]) if control else 0

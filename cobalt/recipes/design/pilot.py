@@ -40,20 +40,18 @@ def pilot_runs(design: dict, root: str | Path = ".") -> dict[str, Path]:
 
 
 def pilot_commands(design: dict, root: str | Path = ".") -> list[str]:
-    """The quickstart command of each arm's pilot run; every arm takes the first arm's start."""
+    """The quickstart command of each arm's pilot run. Each makes its own start (the same SFT seed:
+    minutes), so a pilot run never depends on another's files."""
     from cobalt.recipes.design.design import arms
 
     runs = pilot_runs(design, root)
-    first = next(iter(runs.values()))
-    commands = []
-    for arm, method in arms(design).items():
-        flags = "" if method == "cobalt" else f" --method {method}"
-        shared = "" if runs[arm] == first else f" --base-run {first}"
-        commands.append(
-            f"bash scripts/quickstart.sh --profile {design['pilot']['profile']}{flags} "
-            f"--train-seed {design['pilot']['seed']}{shared} --run-dir {runs[arm]}"
-        )
-    return commands
+    seed = design["pilot"]["seed"]
+    return [
+        f"bash scripts/quickstart.sh --profile {design['pilot']['profile']}"
+        + ("" if method == "cobalt" else f" --method {method}")
+        + f" --train-seed {seed} --run-dir {runs[arm]}"
+        for arm, method in arms(design).items()
+    ]
 
 
 def dose_curve(design: dict, root: str | Path = ".") -> dict[str, dict[int, float]]:

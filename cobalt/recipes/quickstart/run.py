@@ -154,6 +154,22 @@ def procedural_problems(run: Run) -> dict[str, Path]:
     return files
 
 
+def heldout_unseen(run: Run, heldout: Path) -> Path:
+    """``procedural.heldout_unseen_only``: the held-out instances unseen by form (no training
+    reference has their normalized program), the only ones a primary set by behaviour can hold;
+    the others are not evaluated."""
+    from cobalt.data.novelty import UNSEEN, run_novelty
+
+    out = run.path(rundir.HELDOUT_UNSEEN)
+
+    def write():
+        form = run_novelty(run.root)["heldout"]
+        write_jsonl(out, [r for r in load_jsonl(heldout) if form[str(r["id"])] == UNSEEN], overwrite=True)
+
+    run.stage("held-out instances unseen by form", out.exists, write)
+    return out
+
+
 def heldout_families(run: Run) -> Path | None:
     """The held-out families' problems (out-of-family evaluation), when the run has any."""
     if run.cfg.problems != "procedural" or not run.cfg.procedural.get("heldout_families"):
@@ -167,6 +183,8 @@ def split_problems(run: Run) -> tuple[Path, Path]:
         evaluate = run.cfg.procedural.get("evaluate", "heldout")
         if evaluate not in ("heldout", "dev"):
             raise ValueError(f"procedural.evaluate: {evaluate!r}; expected heldout or dev")
+        if evaluate == "heldout" and run.cfg.procedural.get("heldout_unseen_only"):
+            return files["train"], heldout_unseen(run, files["heldout"])
         return files["train"], files[evaluate]
     train, heldout = run.root / rundir.TRAIN_PROBLEMS, run.root / rundir.HELDOUT_PROBLEMS
     records = problem_records(run)  # a raw file is converted first (a stage of its own)
