@@ -269,3 +269,28 @@ def test_engine_errors_transient_ones_are_retried_and_context_overflow_says_what
     with pytest.raises(EngineError, match="gave up after 3 attempts"):
         asyncio.run(model.complete([{"role": "user", "content": "hi"}]))
     assert len(calls) == 3 and model.activity.in_flight == 0
+
+
+def test_a_busy_endpoint_passes_the_probe_and_a_closed_port_fails_it(caplog):
+    """The probe before a chain's work: an engine that takes the request but answers late (busy
+    with another chain's requests) is reachable, with a warning; nothing listening is not."""
+    from cobalt.infer.llm import ChatModel, EngineError, check_reachable
+    from cobalt.serve.cluster import free_port
+
+    async def main():
+        async def hold(reader, writer):  # takes the request, never answers
+            await asyncio.sleep(30)
+            writer.close()
+
+        server = await asyncio.start_server(hold, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        async with server:
+            busy = ChatModel("openai/warm", f"http://127.0.0.1:{port}/v1")
+            with caplog.at_level(logging.WARNING, logger="cobalt.infer"):
+                await check_reachable(busy, timeout_s=1.0)
+        assert "did not answer a probe in 1 s: busy; going on" in caplog.text
+        closed = ChatModel("openai/warm", f"http://127.0.0.1:{free_port()}/v1")
+        with pytest.raises(EngineError, match="is not reachable"):
+            await check_reachable(closed, timeout_s=1.0)
+
+    asyncio.run(main())

@@ -164,7 +164,10 @@ class ChatModel:
 
 
 async def check_reachable(model: ChatModel, timeout_s: float = 30.0) -> None:
-    """One tiny request, so an unreachable or misconfigured endpoint fails before any work starts."""
+    """One tiny request, so an unreachable or misconfigured endpoint fails before any work starts.
+    An endpoint that takes the request but does not answer in time is busy, not unreachable (an
+    engine serving another chain's requests queues the probe behind them): a warning, and the work
+    goes on with its own timeouts and retries."""
     probe = ChatModel(
         model.model,
         model.api_base,
@@ -180,4 +183,12 @@ async def check_reachable(model: ChatModel, timeout_s: float = 30.0) -> None:
         )
     except (EngineError, TimeoutError) as e:
         where = f" at {model.api_base}" if model.api_base else ""
+        if isinstance(e, TimeoutError) or isinstance(e.__cause__, probe._litellm.Timeout):
+            log.warning(
+                "the model %r%s did not answer a probe in %.0f s: busy; going on",
+                model.model,
+                where,
+                timeout_s,
+            )
+            return
         raise EngineError(f"the model {model.model!r}{where} is not reachable: {e}") from None
