@@ -36,11 +36,10 @@ from cobalt.common.cli import ArgumentParser
 from cobalt.common.config import config_path, from_dict, load_config, merge
 from cobalt.common.errors import ConfigError
 from cobalt.pipeline.stages import line_count, sampling_flags
-from cobalt.recipes.design.report import repair_path, run_name
+from cobalt.recipes.design.report import DEFAULT_ARMS, arms, repair_path, run_name
 
 BASE_SEED = 0  # start: shared: the seed whose first-arm run makes the base every other run takes
 BUDGET_H = 12.0  # hours of runs on the 2-core machine a design may plan, unless its budget_h says more
-DEFAULT_ARMS = {"trained": "cobalt", "control": "control"}  # the first design's: arm -> what it trains
 STEP_COST = {  # the cost coefficient of one optimizer step of each method
     "cobalt": "grpo_step_s",
     "control": "sft_step_s",
@@ -48,11 +47,6 @@ STEP_COST = {  # the cost coefficient of one optimizer step of each method
     "verpo_mt": "verpo_mt_step_s",
 }
 STARTS = ("shared", "per_seed")
-
-
-def arms(design: dict) -> dict[str, str]:
-    """``{arm: method}`` in the design's order; the first arm's runs make the base."""
-    return dict(design.get("arms") or DEFAULT_ARMS)
 
 
 def load_design(name: str | Path = "generalize_design") -> dict:
@@ -403,7 +397,7 @@ def main(argv: list[str] | None = None) -> int:
         from cobalt.recipes.design.records import keep
 
         try:
-            written = keep(design, args.root, args.records)
+            written = keep(design, plan(design, args.root)["runs"], args.root, args.records)
         except FileExistsError as e:
             print(f"error: {e}", file=sys.stderr)
             return 2

@@ -15,6 +15,7 @@ from pathlib import Path
 from cobalt.common import rundir
 from cobalt.common.config import from_dict, load_config
 from cobalt.eval.report import summarize
+from cobalt.recipes.design.report import arms
 
 
 def pilot_settings(design: dict):
@@ -33,8 +34,6 @@ def pilot_settings(design: dict):
 
 def pilot_runs(design: dict, root: str | Path = ".") -> dict[str, Path]:
     """``{arm: run directory}`` of the pilot, in the design's arm order."""
-    from cobalt.recipes.design.design import arms
-
     runs_dir = Path(root) / design["pilot"]["runs_dir"]
     return {arm: runs_dir / arm for arm in arms(design)}
 
@@ -42,8 +41,6 @@ def pilot_runs(design: dict, root: str | Path = ".") -> dict[str, Path]:
 def pilot_commands(design: dict, root: str | Path = ".") -> list[str]:
     """The quickstart command of each arm's pilot run. Each makes its own start (the same SFT seed:
     minutes), so a pilot run never depends on another's files."""
-    from cobalt.recipes.design.design import arms
-
     runs = pilot_runs(design, root)
     seed = design["pilot"]["seed"]
     return [

@@ -45,14 +45,14 @@ def _put(source: Path, target: Path, text: str | None = None) -> bool:
     return True
 
 
-def keep(design: dict, root: str | Path = ".", records: str | Path = RECORDS) -> list[Path]:
-    """Keep every done run's analysis files of ``design`` under ``records``; the files written."""
+def keep(design: dict, runs: list[dict], root: str | Path = ".", records: str | Path = RECORDS) -> list[Path]:
+    """Keep the analysis files of every done run of ``runs`` (the design's plan's) under
+    ``records``; the files written."""
     from cobalt.eval.repair_run import summary_path
-    from cobalt.recipes.design.design import plan
     from cobalt.recipes.design.report_ft import LABELS, labels_of
 
     root, written = Path(root), []
-    for run in plan(design, root)["runs"]:
+    for run in runs:
         if not run["done"]:
             continue
         source = Path(run["run_dir"])

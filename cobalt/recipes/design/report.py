@@ -52,6 +52,14 @@ SECONDARY = (  # in the order of preregistration.md, "Secondary comparisons"
 CLAIM = "COBALT's reward beats a control that saw the same data"
 
 
+DEFAULT_ARMS = {"trained": "cobalt", "control": "control"}  # the first design's: arm -> what it trains
+
+
+def arms(design: dict) -> dict[str, str]:
+    """``{arm: method}`` in the design's order; the first arm's runs make the base."""
+    return dict(design.get("arms") or DEFAULT_ARMS)
+
+
 # ------------------------------------------------------------------------------------ reading
 def run_name(arm: str, seed: int) -> str:
     return f"{arm}-seed{seed}"

@@ -286,7 +286,8 @@ def verdict(primary: dict | None, missing: list[str]) -> str:
 
 def design_report(design: dict, root: str | Path = ".") -> dict:
     """The pre-registered analysis of the second design's runs under ``root`` (JSON-able)."""
-    from cobalt.recipes.design.design import run_profile_config
+    from cobalt.common.config import from_dict, load_config
+    from cobalt.recipes.quickstart.config import QuickstartConfig
     from cobalt.train.profile import load_profile
 
     runs_dir, seeds = Path(root) / design["runs_dir"], list(design["seeds"])
@@ -317,7 +318,8 @@ def design_report(design: dict, root: str | Path = ".") -> dict:
             c["p_holm"], c["significant"] = adjusted, adjusted < ALPHA
         match = secondary[0]["ninety"]
         secondary[0]["matches"] = match["low"] > -EQUIVALENCE_POINTS and match["high"] < EQUIVALENCE_POINTS
-        batch = int(load_profile(run_profile_config(design).train_profile).overrides["data.train_batch_size"])
+        cfg = from_dict(QuickstartConfig, load_config(design["run_profile"]), source=design["run_profile"])
+        batch = int(load_profile(cfg.train_profile).overrides["data.train_batch_size"])
         out |= {
             "groups": {k: (v if k.startswith("families") else len(v)) for k, v in groups.items()},
             "primary": primary,
