@@ -206,13 +206,23 @@ def test_joining_an_address_where_nothing_listens_fails_fast(tmp_path):
     # one is, once an earlier test used the session's cluster)
     from cobalt.serve.cluster import free_port
 
-    script = f"from cobalt.serve.cluster import connect\nconnect('127.0.0.1:{free_port()}')\n"
-    started = time.monotonic()
+    # connect() alone is timed: the interpreter's imports took 19 s on a loaded CI machine
+    script = textwrap.dedent(f"""
+        import sys, time, ray
+        from cobalt.serve.cluster import connect
+        started = time.monotonic()
+        try:
+            connect('127.0.0.1:{free_port()}')
+        finally:
+            print(f"connect took {{time.monotonic() - started:.1f}} s", file=sys.stderr)
+        """)
     done = subprocess.run(
-        [sys.executable, "-c", script], env=fresh_env(tmp_path), capture_output=True, text=True, timeout=60
+        [sys.executable, "-c", script], env=fresh_env(tmp_path), capture_output=True, text=True, timeout=120
     )
-    assert done.returncode != 0 and time.monotonic() - started < 15
+    assert done.returncode != 0
     assert "ConnectionError: no Ray cluster answers at 127.0.0.1" in done.stderr, done.stderr[-2000:]
+    connect_s = float(done.stderr.rsplit("connect took ", 1)[1].split(" s")[0])
+    assert connect_s < 10, f"connect() took {connect_s} s to fail"
 
 
 @pytest.mark.parametrize("package", ["vllm", "ray", "verl", "transformers"])
