@@ -303,6 +303,21 @@ def test_the_plan_refuses_a_design_over_its_budget_unless_the_design_raises_it(t
     assert "verpo_mt-seed2" in capsys.readouterr().out
 
 
+def test_the_pilot_is_printed_beside_the_budget_not_counted_in_it(tmp_path, capsys):
+    # the pilot is spent before the plan exists: no cut of the plan could pay for it
+    import yaml
+
+    design = load_design("design_ft")
+    fits = plan(design, tmp_path)
+    design["cost"] = {**design["cost"], "pilot_s": fits["budget_h"] * 3600}
+    (tmp_path / "long_pilot.yaml").write_text(yaml.safe_dump(design))
+    assert main(["--plan", "--config", str(tmp_path / "long_pilot.yaml"), "--root", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert plan(design, tmp_path)["total_s"] == fits["total_s"] <= fits["budget_h"] * 3600
+    machine_h = (fits["total_s"] + design["cost"]["pilot_s"]) / 3600
+    assert f"outside its budget: with it, {machine_h:.2f} h of machine time" in out
+
+
 def test_a_design_arm_of_an_unknown_method_or_without_its_steps_cost_is_named(tmp_path):
     import yaml
 

@@ -285,7 +285,8 @@ def repair_state(z: Sizes, arm: str, seed: int) -> dict:
 
 def plan(design: dict, root: str | Path = ".") -> dict:
     """Every run of the design with its state and command, and its estimated seconds; the seconds
-    of each arm, of the pilot and set-up, and of the whole design."""
+    of each arm, of set-up, of the whole design (what the budget counts) and of the pilot beside it:
+    the pilot is spent before the plan exists, so no cut of the plan could pay for it."""
     z = sizes(design, root)
     repaired = design["repair"].get("arms", [z.base_arm])
     runs = [
@@ -299,8 +300,7 @@ def plan(design: dict, root: str | Path = ".") -> dict:
     arms_s: dict[str, int] = {}
     for r in runs:
         arms_s[r["arm"]] = arms_s.get(r["arm"], 0) + r["seconds"]
-    fixed_s = z.cost["setup_s"] + z.cost.get("pilot_s", 0)
-    total_s = round(fixed_s + sum(arms_s.values()))
+    total_s = round(z.cost["setup_s"] + sum(arms_s.values()))
     return {
         "run_profile": design["run_profile"],
         "arms": z.arms,
@@ -326,8 +326,8 @@ def check_budget(p: dict, name: str) -> None:
         return
     arms_h = ", ".join(f"{arm} {s / 3600:.2f} h" for arm, s in p["arms_s"].items())
     raise ConfigError(
-        f"{config_path(name)}: the design's estimate is {p['total_s'] / 3600:.2f} h ({arms_h}, set-up and "
-        f"pilot {(p['setup_s'] + p['pilot_s']) / 3600:.2f} h), over its budget of {p['budget_h']:g} h: cut "
+        f"{config_path(name)}: the design's estimate is {p['total_s'] / 3600:.2f} h ({arms_h}, set-up "
+        f"{p['setup_s'] / 3600:.2f} h), over its budget of {p['budget_h']:g} h: cut "
         "an arm (VeRPO-MT first), then the repaired runs, then the out-of-family set, or raise budget_h"
     )
 
@@ -352,12 +352,15 @@ def describe_plan(p: dict) -> str:
         lines.append(f"    command: {r['command']}")
     lines.append("")
     lines += [f"arm {arm:<8} {hours(p, s)}" for arm, s in p["arms_s"].items()]
-    if p["pilot_s"]:
-        lines.append(f"pilot        {hours(p, p['pilot_s'])} (done before the pre-registration)")
     lines.append(
         f"whole design {hours(p, p['total_s']).strip()} with set-up, budget {p['budget_h']:g} h; "
         f"still to run {p['remaining_s'] / 3600:.2f} h"
     )
+    if p["pilot_s"]:
+        lines.append(
+            f"pilot        {hours(p, p['pilot_s'])} before the plan, outside its budget: with it, "
+            f"{(p['total_s'] + p['pilot_s']) / 3600:.2f} h of machine time"
+        )
     lines.append("the pre-registered analysis of the runs done so far: python -m cobalt.design --report")
     return "\n".join(lines)
 
