@@ -146,6 +146,16 @@ def test_the_report_command_names_the_missing_runs_before_any_verdict(tmp_path, 
     assert (tmp_path / "runs/design_ft/design_ft_pass_at_1.png").read_bytes()[:4] == b"\x89PNG"
 
 
+def test_the_figure_has_one_tick_per_feedback_turn_and_pass_at_1_from_zero(tmp_path):
+    from cobalt.recipes.design.report_ft import figure
+
+    write_design(tmp_path)
+    report = design_report(load_design("design_ft"), tmp_path)
+    turns = len(next(iter(report["pass_at_1"]["primary"].values()))[0])
+    for ax in figure(report).axes:
+        assert list(ax.get_xticks()) == list(range(turns)) and ax.get_ylim()[0] == 0
+
+
 def test_kept_records_give_the_same_analysis_and_are_never_overwritten(tmp_path, capsys):
     """--keep copies what the analysis reads (a session's machine keeps nothing else); --report on
     the records gives the report of the runs; a repair file is kept without its responses' text."""

@@ -485,6 +485,8 @@ def figure(report: dict):
             for seed in per_seed:
                 ax.scatter([t + (k - 1) * 0.06 for t in turns], seed, color=line.get_color(), s=10, alpha=0.6)
         ax.set_title(GROUP_NAMES[group])
+        ax.set_xticks(range(max((len(s[0]) for s in report["pass_at_1"][group].values() if s), default=0)))
+        ax.set_ylim(bottom=0)
         ax.set_xlabel("feedback turn")
         ax.set_ylabel("Pass@1 (%)")
         ax.grid(alpha=0.3)
