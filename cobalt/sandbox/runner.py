@@ -140,6 +140,7 @@ def take_slot(cfg: SandboxConfig, deadline: float) -> tuple[int, Slot]:
         for index in random.sample(range(cfg.slots), cfg.slots):
             held = _try_slot(cfg, index)
             if held is not None:
+                _end_what_a_dead_holder_left(held[1])
                 return held
         if delay == 0.002 and WARM_POOL.close_all():
             continue
@@ -147,6 +148,17 @@ def take_slot(cfg: SandboxConfig, deadline: float) -> tuple[int, Slot]:
             raise RequestTimeout("no free sandbox slot")
         time.sleep(delay)
         delay = min(delay * 2, 0.05)
+
+
+def _end_what_a_dead_holder_left(slot: Slot) -> None:
+    """A holder killed mid-request frees its lock as it exits, before its sandbox gets the parent-
+    death signal: a landlock harness of the dead holder, still alive, would count (and kill) the new
+    holder's processes as its own. Holding the lock, anything the slot's uid runs is such a leftover."""
+    if slot.dedicated and (stale := _live_processes({slot.uid})):
+        log.warning(
+            "slot %d: ending %d process(es) its killed holder left: pids %s", slot.index, len(stale), stale
+        )
+        _kill_until_gone({slot.uid})
 
 
 def _slot_scratch(cfg: SandboxConfig, index: int) -> Path:
