@@ -287,6 +287,24 @@ def test_cobalt_and_grpo_mt_share_training_problems_decoding_and_evaluation_inst
         assert key in base_settings(cobalt)
 
 
+@pytest.mark.parametrize("design", ["design_ft", "generalize_design"])
+def test_each_runs_report_quotes_its_own_designs_preregistration(design):
+    """A run's report prints its profile's ``preregistration`` block; the second design's profile
+    inherited the first's ("60 problems of 6 held-out families", "300 problems give power 0.97")."""
+    from cobalt.recipes.quickstart.report import preregistered_section
+
+    cfg = sizes(load_design(design), ".").cfg
+    result = {"problem_set": "heldout", "turn": 3, "alpha": 0.05, "improved": False}
+    result["difference"] = {"mean": 0.1, "low": 0.0, "high": 0.2, "p_value": 0.5, "problems": 9}
+    text = "\n".join(
+        preregistered_section({"config": {"preregistration": cfg.preregistration}, "preregistered": result})
+    )
+    document = {"design_ft": "preregistration_ft.md", "generalize_design": "preregistration.md"}[design]
+    assert f"docs/{document}" in text
+    first_designs_figures = ("60 problems", "300 problems")
+    assert design == "generalize_design" or not any(figure in text for figure in first_designs_figures)
+
+
 def test_the_plan_refuses_a_design_over_its_budget_unless_the_design_raises_it(tmp_path, capsys):
     import yaml
 
