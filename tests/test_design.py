@@ -154,6 +154,21 @@ def test_a_started_run_is_shown_and_a_made_base_leaves_only_the_rest_of_its_run(
     )
 
 
+def test_a_started_base_is_credited_with_its_sft_start_and_its_evaluation_answers(tmp_path):
+    design = load_design("design_ft")
+    z = sizes(design, tmp_path)
+    run = tmp_path / design["runs_dir"] / "cobalt-seed0"
+    run.mkdir(parents=True)
+    left = lambda: {r["run"]: r for r in plan(design, tmp_path)["runs"]}["cobalt-seed0"]["remaining_s"]  # noqa: E731
+    whole = left()
+    (run / "models/warm").mkdir(parents=True)
+    (run / "models/warm/warm_up.json").write_text("{}")
+    assert whole - left() == pytest.approx(z.cost["warmup_s"], abs=1)
+    (run / "eval_base").mkdir()
+    (run / "eval_base/single.jsonl").write_text("{}\n" * z.instances)  # half the answers written
+    assert whole - left() == pytest.approx(z.cost["warmup_s"] + (z.base_s - z.cost["warmup_s"]) / 2, abs=1)
+
+
 def test_the_command_line_only_plans(tmp_path, capsys):
     assert main(["--plan", "--root", str(tmp_path)]) == 0
     out = capsys.readouterr().out

@@ -254,8 +254,8 @@ def run_state(
     run_dir = z.runs_dir / name
     done = summary_path(repair).exists() if arm == "repair" else rundir.is_done(run_dir)
     remaining = 0 if done else seconds
-    if not done and arm != "repair" and makes_the_base(z, arm, seed) and (run_dir / rundir.BASE).exists():
-        remaining -= z.base_s
+    if not done and arm != "repair" and makes_the_base(z, arm, seed):
+        remaining -= base_done_s(z, run_dir)
     if not done and arm == "repair":
         failures = z.instances * z.design["repair"]["failure_share"]
         remaining *= max(0.0, 1 - line_count(repair) / failures)  # a line per failure done
@@ -269,6 +269,21 @@ def run_state(
         "remaining_s": round(remaining),
         "command": command,
     }
+
+
+def base_done_s(z: Sizes, run_dir: Path) -> float:
+    """The part of the base's estimate a run that makes it has done: all of it once made; before,
+    the SFT start once trained, and the rest in proportion to the base's evaluation answers written
+    (single and multi-turn, of every evaluated instance; the trajectories run beside them)."""
+    if (run_dir / rundir.BASE).exists():
+        return z.base_s
+    done = z.cost["warmup_s"] if (run_dir / rundir.MODELS_WARM / rundir.WARM_UP_RECORD).exists() else 0.0
+    answers = sum(
+        line_count(run_dir / rundir.chain_file(tag, step))
+        for tag in ("eval_base", "eval_base_families")
+        for step in ("single", "multi")
+    )
+    return done + (z.base_s - z.cost["warmup_s"]) * min(1.0, answers / (2 * z.instances))
 
 
 def repair_arm(z: Sizes, arm: str | None) -> str | None:
