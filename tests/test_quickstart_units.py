@@ -155,6 +155,45 @@ def test_the_learn_profile_evaluates_a_subset_of_its_training_problems(tmp_path)
         train_eval_subset(Run(tmp_path / "more", too_many, "learn"), train)
 
 
+def test_a_stage_interrupted_and_resumed_is_timed_over_both_invocations(tmp_path, monkeypatch):
+    """Seed 0 of the second design resumed its trajectories in a second invocation: its record kept
+    the second part alone (730 of about 2,120 s), and the cost per example read that."""
+    from cobalt.pipeline import report, stages
+    from cobalt.recipes.quickstart.config import QuickstartConfig
+
+    clock = {"wall": 0.0, "cpu": 0.0}
+    monkeypatch.setattr(stages.time, "monotonic", lambda: clock["wall"])
+    monkeypatch.setattr(stages, "machine_cpu_seconds", lambda: clock["cpu"])
+
+    def works(seconds, then=None):
+        def action():
+            clock["wall"] += seconds
+            clock["cpu"] += 2 * seconds
+            if then:
+                raise then
+
+        return action
+
+    first = stages.Run(tmp_path, QuickstartConfig(), "test")
+    with pytest.raises(KeyboardInterrupt):
+        first.timed("trajectories: multi-turn", works(1400, KeyboardInterrupt()), concurrent=True)
+    assert json.loads((tmp_path / "stages.json").read_text())["trajectories: multi-turn"]["unfinished"]
+    resumed = stages.Run(tmp_path, QuickstartConfig(), "test")
+    resumed.timed("trajectories: multi-turn", works(730), concurrent=True)
+    assert resumed.state["trajectories: multi-turn"] == {
+        "seconds": 2130.0,
+        "machine_cpu_s": 4260.0,
+        "concurrent": True,
+        "invocations": 2,
+    }
+    times = report.stage_times(resumed.state)
+    assert times["stages"]["trajectories: multi-turn"] == 2130.0
+    assert "trajectories: multi-turn (2 invocations) | 2130 |" in "\n".join(report.times_table(times))
+    # a finished stage run again (a new output asked for) is timed afresh, not added to
+    resumed.timed("trajectories: multi-turn", works(5))
+    assert resumed.state["trajectories: multi-turn"]["seconds"] == 5.0
+
+
 def test_one_models_chains_run_side_by_side_in_one_block_after_one_deploy(tmp_path, monkeypatch):
     """The orchestration only: which chains run, in one block, on one deploy (the chains' commands
     themselves are exercised by tests/test_quickstart.py)."""

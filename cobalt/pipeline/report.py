@@ -15,13 +15,18 @@ def stage_times(state: dict) -> dict:
         "concurrent_stages": [k for k, v in stages.items() if v.get("concurrent")],
         "stages_total_s": round(sum(v["seconds"] for v in stages.values() if not v.get("concurrent")), 1),
         "stages_machine_cpu_s": {k: v["machine_cpu_s"] for k, v in stages.items() if "machine_cpu_s" in v},
+        "stages_invocations": {k: v["invocations"] for k, v in stages.items() if "invocations" in v},
     }
 
 
 def times_table(report: dict) -> list[str]:
     """The stage times of :func:`stage_times` as a Markdown section."""
     concurrent = set(report["concurrent_stages"])
-    rows = [f"| {'  ↳ ' if k in concurrent else ''}{k} | {v:.0f} |" for k, v in report["stages"].items()]
+    invocations = report.get("stages_invocations", {})
+    rows = [
+        f"| {'  ↳ ' if k in concurrent else ''}{k}{f' ({invocations[k]} invocations)' if k in invocations else ''} | {v:.0f} |"
+        for k, v in report["stages"].items()
+    ]
     return [
         "## Stage times",
         "",

@@ -96,19 +96,38 @@ class Run:
 
     def timed(self, name: str, action, concurrent: bool = False):
         """Run ``action`` and record its time; a ``concurrent`` stage ran beside another one (its
-        time is inside the enclosing block's and is not added to the total)."""
+        time is inside the enclosing block's and is not added to the total). A stage interrupted
+        and resumed is timed over every invocation: what the earlier ones spent is kept (marked
+        ``unfinished`` until the stage ends), or a resumed stage would read as cheap as its last part."""
         self.log(f"{name}: running")
         with self._lock:  # keeps the report's order: a block before the stages that ran inside it
+            earlier = self.state.get(name, {})
+            earlier = earlier if earlier.get("unfinished") else {}
             self.state.setdefault(name, {"seconds": 0.0})
         started, cpu = time.monotonic(), machine_cpu_seconds()
-        result = action()
-        seconds = round(time.monotonic() - started, 1)
-        measured = {"seconds": seconds}
-        if cpu is not None:
-            measured["machine_cpu_s"] = round(machine_cpu_seconds() - cpu, 1)
-        with self._lock:
-            self.state[name] = {**measured, **({"concurrent": True} if concurrent else {})}
-            self.save_state()
+
+        def record(finished: bool) -> dict:
+            measured = {"seconds": round(earlier.get("seconds", 0.0) + time.monotonic() - started, 1)}
+            if cpu is not None:
+                measured["machine_cpu_s"] = round(
+                    earlier.get("machine_cpu_s", 0.0) + machine_cpu_seconds() - cpu, 1
+                )
+            with self._lock:
+                self.state[name] = {
+                    **measured,
+                    **({"concurrent": True} if concurrent else {}),
+                    **({} if finished else {"unfinished": True}),
+                    **({"invocations": earlier.get("invocations", 1) + 1} if earlier else {}),
+                }
+                self.save_state()
+            return measured
+
+        try:
+            result = action()
+        except BaseException:
+            record(finished=False)
+            raise
+        seconds = record(finished=True)["seconds"]
         self.log(f"{name}: done in {seconds:.0f} s")
         return result
 
